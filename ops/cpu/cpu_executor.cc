@@ -1,0 +1,119 @@
+#include "ops/cpu/cpu_executor.h"
+
+#include <exception>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "ops/cpu/kernels.h"
+#include "tensor/check.h"
+
+namespace kiln::cpu {
+namespace {
+
+absl::StatusOr<TensorData> RunNode(const Node& node, Inputs inputs, const Extents& sizes,
+                                   const Bindings& bindings, bool overwrite_dst) {
+  const OpKind op = node.op;
+  if (IsElementwise(op)) return RunElementwise(node, inputs, sizes);
+  if (IsReduce(op)) return RunReduce(node, *inputs[0], sizes);
+  if (IsView(op)) return RunView(node, *inputs[0], sizes, bindings);
+  switch (op) {
+    case OpKind::kConstant:
+    case OpKind::kIota:
+    case OpKind::kRandom:
+      return RunSource(node, sizes, bindings);
+    case OpKind::kMatmul:
+      return RunMatmul(node, *inputs[0], *inputs[1], sizes);
+    case OpKind::kContiguous:
+    case OpKind::kConcat:
+    case OpKind::kIndexSelect:
+    case OpKind::kSliceUpdate:
+      return RunMovement(node, inputs, sizes, bindings, overwrite_dst);
+    default:
+      return absl::InternalError(
+          absl::StrCat("CPU executor: no kernel for op ", OpName(op)));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TensorData>> CpuExecutor::Run(const Trace& trace,
+                                                         const Bindings& bindings) {
+  const std::vector<Node*>& nodes = trace.nodes();
+  const int n = static_cast<int>(nodes.size());
+  // Values computed here; leaves are read from their nodes, without taking a
+  // reference, so that in-place updates can tell whether anyone else holds
+  // the storage.
+  std::vector<TensorData> values(n);
+  std::vector<int> uses(n, 0);
+  std::vector<bool> is_output(n, false);
+  for (const Node* node : nodes) {
+    if (node->is_realized()) continue;
+    for (const auto& input : node->inputs) ++uses[trace.IndexOf(input.get())];
+  }
+  for (const Node* out : trace.outputs()) is_output[trace.IndexOf(out)] = true;
+
+  const auto value_of = [&](int i) -> const TensorData& {
+    return nodes[i]->is_realized() ? nodes[i]->data : values[i];
+  };
+  try {
+    std::vector<const TensorData*> inputs;
+    std::vector<int> input_index;
+    for (int i = 0; i < n; ++i) {
+      const Node& node = *nodes[i];
+      if (node.is_realized()) continue;
+      inputs.clear();
+      input_index.clear();
+      for (const auto& input : node.inputs) {
+        input_index.push_back(trace.IndexOf(input.get()));
+        inputs.push_back(&value_of(input_index.back()));
+      }
+      absl::StatusOr<Extents> sizes = node.shape.Evaluate(bindings);
+      if (!sizes.ok()) return sizes.status();
+
+      bool overwrite_dst = false;
+      if (node.op == OpKind::kSliceUpdate) {
+        const int d = input_index[0];
+        const Node& dst = *nodes[d];
+        const TensorData& data = value_of(d);
+        const bool last_use = uses[d] == 1 && !is_output[d];
+        // A leaf is ours alone when only this node holds it and no other
+        // value shares its storage; a computed value when this is its last
+        // use and no live view shares it.
+        const bool unshared = dst.is_realized()
+                                  ? node.inputs[0].use_count() == 1 &&
+                                        data.storage.use_count() == 1
+                                  : data.storage.use_count() == 1;
+        overwrite_dst = last_use && unshared && data.storage->writable();
+      }
+      absl::StatusOr<TensorData> result = RunNode(node, inputs, *sizes, bindings, overwrite_dst);
+      if (!result.ok()) return result.status();
+      KILN_CHECK(result->sizes == *sizes, "CPU kernel produced the wrong sizes");
+      values[i] = *std::move(result);
+      for (int j : input_index) {
+        if (--uses[j] == 0 && !is_output[j]) values[j] = TensorData{};
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("CPU executor: out of host memory");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("CPU executor: ", e.what()));
+  }
+  std::vector<TensorData> results;
+  for (const Node* out : trace.outputs()) results.push_back(value_of(trace.IndexOf(out)));
+  return results;
+}
+
+absl::Status CpuExecutor::CopyToHost(const TensorData& data, DType dtype, void* dst) {
+  CopyStridedToDense(data, DTypeSize(dtype), dst);
+  return absl::OkStatus();
+}
+
+void EnsureCpuExecutorRegistered() {
+  static const bool registered = [] {
+    RegisterExecutor(DeviceType::kCpu, std::make_shared<CpuExecutor>());
+    return true;
+  }();
+  (void)registered;
+}
+
+}  // namespace kiln::cpu
