@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops/movement.h"
-#include "ops/elementwise.h"
 #include "ops/record.h"
 
 namespace kiln {
@@ -25,9 +24,9 @@ absl::Status CheckRepresentable(absl::string_view op, double value, DType dtype)
         lo = std::numeric_limits<int32_t>::min();
         hi = std::numeric_limits<int32_t>::max();
         break;
-      case DType::kI64:  // exactly representable doubles only
-        lo = -9007199254740992.0;
-        hi = 9007199254740992.0;
+      case DType::kI64:  // [-2^63, 2^63): a double that is an integer is exact
+        lo = -9223372036854775808.0;
+        hi = std::nextafter(9223372036854775808.0, 0.0);
         break;
       case DType::kU8:
         lo = 0;
@@ -60,6 +59,7 @@ Tensor scalar(double value, DType dtype, Device device) {
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   KILN_RETURN_IF_ERROR_TENSOR(shape.Validate("full"));
+  KILN_RETURN_IF_ERROR_TENSOR(CheckRepresentable("full", value, dtype));
   return expand(scalar(value, dtype, device), shape);
 }
 
@@ -79,13 +79,23 @@ Tensor full_like(const Tensor& like, double value) {
 Tensor zeros_like(const Tensor& like) { return full_like(like, 0); }
 Tensor ones_like(const Tensor& like) { return full_like(like, 1); }
 
-Tensor iota(const Dim& length, const Dim& start, double step, DType dtype, Device device) {
-  KILN_RETURN_IF_ERROR_TENSOR(CheckConcreteFinite("iota", {step}));
-  KILN_RETURN_IF_ERROR_TENSOR(start.Validate("iota start"));
+namespace {
+
+Tensor RecordIota(absl::string_view op, const Dim& length, const Dim& start, double offset,
+                  double step, DType dtype, Device device) {
+  KILN_RETURN_IF_ERROR_TENSOR(CheckConcreteFinite(op, {offset, step}));
+  KILN_RETURN_IF_ERROR_TENSOR(start.Validate(absl::StrCat(op, " start")));
   if (dtype == DType::kBool) {
-    return Tensor::Error(absl::InvalidArgumentError("iota: bool is not a valid dtype"));
+    return Tensor::Error(absl::InvalidArgumentError(absl::StrCat(op, ": bool is not a valid dtype")));
   }
-  return RecordSource(OpKind::kIota, IotaAttrs{start, step}, dtype, Shape{length}, device);
+  return RecordSource(OpKind::kIota, IotaAttrs{start, offset, step}, dtype, Shape{length},
+                      device);
+}
+
+}  // namespace
+
+Tensor iota(const Dim& length, const Dim& start, double step, DType dtype, Device device) {
+  return RecordIota("iota", length, start, 0, step, dtype, device);
 }
 
 Tensor arange(double start, double stop, double step, DType dtype, Device device) {
@@ -98,14 +108,7 @@ Tensor arange(double start, double stop, double step, DType dtype, Device device
     return Tensor::Error(absl::InvalidArgumentError(
         absl::StrCat("arange: ", count, " elements is too many")));
   }
-  const int64_t n = static_cast<int64_t>(count);
-  if (start == std::trunc(start) && std::abs(start) <= static_cast<double>(kMaxDimValue) &&
-      start >= 0) {
-    return iota(n, static_cast<int64_t>(start), step, dtype, device);
-  }
-  // A start that is no size: count from 0 and shift.
-  Tensor t = iota(n, 0, step, dtype, device);
-  return add(t, scalar(start, dtype, device));
+  return RecordIota("arange", static_cast<int64_t>(count), 0, start, step, dtype, device);
 }
 
 Tensor random_uniform(const Shape& shape, uint64_t seed, double low, double high, DType dtype,

@@ -34,7 +34,8 @@ Tensor arange(double start, double stop, double step = 1, DType dtype = DType::k
               Device device = Device::Cpu());
 
 // Counter-based random numbers: the same (shape, seed) gives the same values
-// on every device and every run.
+// on every device and every run. Uniform draws lie in [low, high) before they
+// are rounded to the dtype (rounding may reach high).
 Tensor random_uniform(const Shape& shape, uint64_t seed, double low = 0, double high = 1,
                       DType dtype = DType::kF32, Device device = Device::Cpu());
 Tensor random_normal(const Shape& shape, uint64_t seed, double mean = 0, double stddev = 1,

@@ -39,15 +39,24 @@ Tensor Binary(OpKind op, const Tensor& a, const Tensor& b) {
   return Record(op, NoAttrs{}, {a, b}, dtype, *std::move(shape));
 }
 
-Tensor BinaryScalar(OpKind op, const Tensor& a, double b) {
-  KILN_RETURN_IF_ERROR_TENSOR(CheckInputs(OpName(op), {&a}));
-  Tensor s = scalar(b, a.dtype(), a.device());
+// A scalar operand with the dtype and device of `like`; errors name `op`.
+Tensor ScalarFor(absl::string_view op, double value, const Tensor& like) {
+  KILN_RETURN_IF_ERROR_TENSOR(CheckInputs(op, {&like}));
+  Tensor s = scalar(value, like.dtype(), like.device());
   if (!s.ok()) {
     return Tensor::Error(absl::InvalidArgumentError(
-        absl::StrCat(OpName(op), ": ", s.status().message(), " (the dtype of ",
-                     ops_internal::Describe(a), ")")));
+        absl::StrCat(op, ": ", s.status().message(), " (the dtype of ",
+                     ops_internal::Describe(like), ")")));
   }
-  return Binary(op, a, s);
+  return s;
+}
+
+Tensor BinaryScalar(OpKind op, const Tensor& a, double b) {
+  return Binary(op, a, ScalarFor(OpName(op), b, a));
+}
+
+Tensor ScalarBinary(OpKind op, double a, const Tensor& b) {
+  return Binary(op, ScalarFor(OpName(op), a, b), b);
 }
 
 }  // namespace
@@ -86,7 +95,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& cond, const Tensor& a, double b) {
   KILN_RETURN_IF_ERROR_TENSOR(CheckInputs("where", {&cond, &a}));
-  return where(cond, a, scalar(b, a.dtype(), a.device()));
+  return where(cond, a, ScalarFor("where", b, a));
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
@@ -105,19 +114,10 @@ Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, double b) { return div(a, b); }
 
-namespace {
-
-Tensor ScalarLike(const Tensor& t, double value) {
-  if (!t.ok()) return t;
-  return scalar(value, t.dtype(), t.device());
-}
-
-}  // namespace
-
-Tensor operator+(double a, const Tensor& b) { return add(ScalarLike(b, a), b); }
-Tensor operator-(double a, const Tensor& b) { return sub(ScalarLike(b, a), b); }
-Tensor operator*(double a, const Tensor& b) { return mul(ScalarLike(b, a), b); }
-Tensor operator/(double a, const Tensor& b) { return div(ScalarLike(b, a), b); }
+Tensor operator+(double a, const Tensor& b) { return ScalarBinary(OpKind::kAdd, a, b); }
+Tensor operator-(double a, const Tensor& b) { return ScalarBinary(OpKind::kSub, a, b); }
+Tensor operator*(double a, const Tensor& b) { return ScalarBinary(OpKind::kMul, a, b); }
+Tensor operator/(double a, const Tensor& b) { return ScalarBinary(OpKind::kDiv, a, b); }
 Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
 Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }

@@ -158,8 +158,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
     scores = where(ge(query_pos, key_pos), scores, -std::numeric_limits<double>::infinity());
   }
   const Tensor out = matmul(softmax(scores, -1), vg);
-  Shape out_shape = out.shape();
   if (!out.ok()) return out;
+  Shape out_shape = out.shape();
   out_shape.erase(r - 2);
   out_shape[r - 3] = hq;
   return reshape(out, out_shape);

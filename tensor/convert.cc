@@ -1,6 +1,7 @@
 #include "tensor/convert.h"
 
 #include <cmath>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -23,12 +24,32 @@ double LoadFloat(T v) {
   }
 }
 
+// Rounds to f32 by round-to-odd: an inexact value is truncated toward zero
+// and its last mantissa bit set. Rounding that again to f16 or bf16 (at least
+// two bits fewer) gives the same result as rounding the exact value once.
+float RoundToOddFloat(double v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(v) || static_cast<double>(f) == v) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
+float RoundToOddFloat(int64_t v) {
+  float f = static_cast<float>(v);
+  const __int128 back = static_cast<__int128>(static_cast<double>(f));
+  if (back == v) return f;
+  if ((back < 0 ? -back : back) > (v < 0 ? -static_cast<__int128>(v) : v)) {
+    f = std::nextafter(f, 0.0f);
+  }
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
 template <typename To>
 To StoreFromDouble(double v) {
   if constexpr (std::is_same_v<To, float>) {
     return static_cast<float>(v);
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-    return To::FromFloat(static_cast<float>(v));
+    return To::FromFloat(RoundToOddFloat(v));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != 0;
   } else {
@@ -39,8 +60,10 @@ To StoreFromDouble(double v) {
 
 template <typename To>
 To StoreFromInt(int64_t v) {
-  if constexpr (kIsFloatStorage<To>) {
-    return StoreFromDouble<To>(static_cast<double>(v));
+  if constexpr (std::is_same_v<To, float>) {
+    return static_cast<float>(v);
+  } else if constexpr (kIsFloatStorage<To>) {
+    return To::FromFloat(RoundToOddFloat(v));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != 0;
   } else {
@@ -84,6 +107,7 @@ int64_t SaturatingFloatToInt64(double value, int64_t min_value, int64_t max_valu
 }
 
 void ConvertElements(DType from, const void* src, DType to, void* dst, int64_t count) {
+  if (count <= 0) return;
   if (from == to) {
     std::memcpy(dst, src, static_cast<size_t>(count) * DTypeSize(from));
     return;
@@ -95,6 +119,20 @@ void ConvertElements(DType from, const void* src, DType to, void* dst, int64_t c
     return;
     KILN_DTYPES(KILN_CONVERT_FROM)
 #undef KILN_CONVERT_FROM
+  }
+  KILN_CHECK(false, "unknown DType value");
+}
+
+void ConvertFromDouble(const double* src, DType to, void* dst, int64_t count) {
+  switch (to) {
+#define KILN_CONVERT_DOUBLE(e, name, type)                                     \
+  case DType::e:                                                               \
+    for (int64_t i = 0; i < count; ++i) {                                      \
+      static_cast<type*>(dst)[i] = StoreFromDouble<type>(src[i]);              \
+    }                                                                          \
+    return;
+    KILN_DTYPES(KILN_CONVERT_DOUBLE)
+#undef KILN_CONVERT_DOUBLE
   }
   KILN_CHECK(false, "unknown DType value");
 }

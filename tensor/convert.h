@@ -16,6 +16,9 @@
 namespace kiln {
 
 void ConvertElements(DType from, const void* src, DType to, void* dst, int64_t count);
+// The same rules from double values (used for constants and generated data),
+// so that each element is rounded once.
+void ConvertFromDouble(const double* src, DType to, void* dst, int64_t count);
 
 // Scalar forms of the rules above.
 int64_t SaturatingFloatToInt64(double value, int64_t min_value, int64_t max_value);

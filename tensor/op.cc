@@ -70,11 +70,12 @@ std::string ConstantAttrs::ToString() const { return absl::StrCat("value=", valu
 
 void IotaAttrs::Hash(StableHasher& h) const {
   start.Hash(h);
-  h.Add(step);
+  h.Add(offset).Add(step);
 }
 
 std::string IotaAttrs::ToString() const {
-  return absl::StrCat("start=", start.ToString(), " step=", step);
+  return absl::StrCat("start=", start.ToString(), offset != 0 ? absl::StrCat("+", offset) : "",
+                      " step=", step);
 }
 
 void RandomAttrs::Hash(StableHasher& h) const {

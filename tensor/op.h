@@ -120,9 +120,11 @@ struct ConstantAttrs {
   std::string ToString() const;
 };
 
-// A 1-d tensor: element i is start + i * step.
+// A 1-d tensor: element i is start + offset + i * step, computed exactly (in
+// double) and rounded once to the dtype. `start` may be symbolic.
 struct IotaAttrs {
   Dim start;
+  double offset = 0;
   double step = 1;
   friend bool operator==(const IotaAttrs&, const IotaAttrs&) = default;
   void Hash(StableHasher& h) const;
@@ -132,7 +134,8 @@ struct IotaAttrs {
 enum class RandomDistribution : uint8_t { kUniform, kNormal };
 
 // Counter-based random numbers: element i depends only on (seed, i), so every
-// device produces the same values. Uniform in [a, b), or normal(mean a, std b).
+// device produces the same values. Uniform in [a, b) before rounding to the
+// dtype, or normal(mean a, std b).
 struct RandomAttrs {
   uint64_t seed = 0;
   RandomDistribution distribution = RandomDistribution::kUniform;

@@ -34,8 +34,8 @@ absl::Status CheckBindings(const Trace& trace, const Bindings& bindings) {
     std::optional<int64_t> value = bindings.Find(symbol.info());
     if (!value) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "symbol '", symbol.name(), "' is unbound: pass Bindings{{", symbol.name(),
-          ", value}} to realize()"));
+          "symbol '", symbol.name(), "' (upper bound ", symbol.max_value(),
+          ") is unbound: pass its value in the Bindings given to realize()"));
     }
     if (*value < 0 || *value > symbol.max_value()) {
       return absl::OutOfRangeError(absl::StrCat("symbol '", symbol.name(), "' is bound to ",

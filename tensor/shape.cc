@@ -37,6 +37,9 @@ absl::StatusOr<Extents> Shape::Evaluate(const Bindings& bindings) const {
 int64_t Shape::num_elements() const { return NumElements(extents()); }
 
 int64_t Shape::max_elements() const {
+  for (const Dim& d : dims_) {
+    if (d.max_value() == 0) return 0;
+  }
   __int128 n = 1;
   for (const Dim& d : dims_) {
     n *= d.max_value();
@@ -90,6 +93,9 @@ Extents ContiguousStrides(absl::Span<const int64_t> sizes) {
 }
 
 int64_t NumElements(absl::Span<const int64_t> sizes) {
+  for (int64_t s : sizes) {
+    if (s == 0) return 0;
+  }
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   return n;

@@ -19,6 +19,10 @@ Storage::~Storage() {
 
 absl::StatusOr<std::shared_ptr<Storage>> Storage::AllocateHost(size_t bytes) {
   constexpr size_t kAlignment = 64;
+  if (bytes > SIZE_MAX - kAlignment) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
+  }
   const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   void* data = std::aligned_alloc(kAlignment, rounded);
   if (data == nullptr) {
@@ -46,12 +50,25 @@ bool TensorData::is_contiguous() const {
 }
 
 absl::StatusOr<TensorData> AllocateHostTensor(DType dtype, absl::Span<const int64_t> sizes) {
+  size_t bytes = DTypeSize(dtype);
+  for (int64_t s : sizes) {
+    if (s < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot allocate a tensor of size ", s));
+    }
+  }
+  if (NumElements(sizes) == 0) {
+    bytes = 0;
+  } else {
+    for (int64_t s : sizes) {
+      if (__builtin_mul_overflow(bytes, static_cast<size_t>(s), &bytes)) {
+        return absl::ResourceExhaustedError("cannot allocate a tensor: its byte size overflows");
+      }
+    }
+  }
   TensorData out;
   out.sizes.assign(sizes.begin(), sizes.end());
   out.strides = ContiguousStrides(sizes);
-  const int64_t n = NumElements(sizes);
-  absl::StatusOr<std::shared_ptr<Storage>> storage =
-      Storage::AllocateHost(static_cast<size_t>(n) * DTypeSize(dtype));
+  absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::AllocateHost(bytes);
   if (!storage.ok()) return storage.status();
   out.storage = *std::move(storage);
   return out;

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,9 +42,14 @@ class Tensor {
   // As FromHost, taking ownership of `values` instead of copying them.
   template <typename T>
   static Tensor FromVector(std::vector<T> values, absl::Span<const int64_t> sizes) {
-    auto owner = std::make_shared<std::vector<T>>(std::move(values));
-    return WrapHost(DTypeOf<T>::value, sizes, owner->data(), owner->size() * sizeof(T),
-                    owner, /*writable=*/true);
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed
+      std::vector<uint8_t> bytes(values.begin(), values.end());
+      return FromHostBytes(DType::kBool, sizes, bytes.data(), bytes.size());
+    } else {
+      auto owner = std::make_shared<std::vector<T>>(std::move(values));
+      return WrapHost(DTypeOf<T>::value, sizes, owner->data(), owner->size() * sizeof(T),
+                      owner, /*writable=*/true);
+    }
   }
   static Tensor FromHostBytes(DType dtype, absl::Span<const int64_t> sizes, const void* data,
                               size_t bytes);
@@ -74,10 +80,17 @@ class Tensor {
   absl::StatusOr<std::vector<T>> to_host(const Bindings& bindings = {}) const {
     absl::StatusOr<int64_t> count = ElementCount(bindings);
     if (!count.ok()) return count.status();
-    std::vector<T> out(static_cast<size_t>(*count));
-    absl::Status s = CopyToHost(DTypeOf<T>::value, out.data(), *count, bindings);
-    if (!s.ok()) return s;
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed
+      std::vector<uint8_t> bytes(static_cast<size_t>(*count));
+      absl::Status s = CopyToHost(DType::kBool, bytes.data(), *count, bindings);
+      if (!s.ok()) return s;
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> out(static_cast<size_t>(*count));
+      absl::Status s = CopyToHost(DTypeOf<T>::value, out.data(), *count, bindings);
+      if (!s.ok()) return s;
+      return out;
+    }
   }
   // The single element of a tensor with one element.
   template <typename T>

@@ -1,5 +1,6 @@
 #include "ops/cpu/cpu_executor.h"
 
+#include <chrono>
 #include <exception>
 #include <new>
 
@@ -52,6 +53,8 @@ absl::StatusOr<std::vector<TensorData>> CpuExecutor::Run(const Trace& trace,
   }
   for (const Node* out : trace.outputs()) is_output[trace.IndexOf(out)] = true;
 
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point run_start = profile_enabled_ ? Clock::now() : Clock::time_point();
   const auto value_of = [&](int i) -> const TensorData& {
     return nodes[i]->is_realized() ? nodes[i]->data : values[i];
   };
@@ -83,10 +86,18 @@ absl::StatusOr<std::vector<TensorData>> CpuExecutor::Run(const Trace& trace,
                                   ? node.inputs[0].use_count() == 1 &&
                                         data.storage.use_count() == 1
                                   : data.storage.use_count() == 1;
-        overwrite_dst = last_use && unshared && data.storage->writable();
+        // Only a dense value can be written in place: a broadcast view (stride
+        // 0) would alias its own elements.
+        overwrite_dst = last_use && unshared && data.storage->writable() && data.is_contiguous();
       }
+      const Clock::time_point op_start = profile_enabled_ ? Clock::now() : Clock::time_point();
       absl::StatusOr<TensorData> result = RunNode(node, inputs, *sizes, bindings, overwrite_dst);
       if (!result.ok()) return result.status();
+      if (profile_enabled_) {
+        CpuProfile::Entry& entry = profile_.by_op[static_cast<int>(node.op)];
+        ++entry.count;
+        entry.seconds += std::chrono::duration<double>(Clock::now() - op_start).count();
+      }
       KILN_CHECK(result->sizes == *sizes, "CPU kernel produced the wrong sizes");
       values[i] = *std::move(result);
       for (int j : input_index) {
@@ -100,6 +111,9 @@ absl::StatusOr<std::vector<TensorData>> CpuExecutor::Run(const Trace& trace,
   }
   std::vector<TensorData> results;
   for (const Node* out : trace.outputs()) results.push_back(value_of(trace.IndexOf(out)));
+  if (profile_enabled_) {
+    profile_.total_seconds += std::chrono::duration<double>(Clock::now() - run_start).count();
+  }
   return results;
 }
 

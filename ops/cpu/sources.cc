@@ -8,23 +8,12 @@
 namespace kiln::cpu {
 namespace {
 
-// Stores double values, rounding through f32 for floating dtypes and
-// truncating (saturated) for integers, as cast() does.
 absl::StatusOr<TensorData> StoreValues(const std::vector<double>& values, DType dtype,
                                        const Extents& sizes) {
   absl::StatusOr<TensorData> out = AllocateHostTensor(dtype, sizes);
   if (!out.ok()) return out.status();
-  const int64_t n = static_cast<int64_t>(values.size());
-  if (IsFloating(dtype)) {
-    std::vector<float> f(values.begin(), values.end());
-    ConvertElements(DType::kF32, f.data(), dtype, out->storage->data(), n);
-  } else {
-    std::vector<int64_t> v(values.size());
-    for (size_t i = 0; i < values.size(); ++i) {
-      v[i] = SaturatingFloatToInt64(values[i], INT64_MIN, INT64_MAX);
-    }
-    ConvertElements(DType::kI64, v.data(), dtype, out->storage->data(), n);
-  }
+  ConvertFromDouble(values.data(), dtype, out->storage->data(),
+                    static_cast<int64_t>(values.size()));
   return out;
 }
 
@@ -39,7 +28,7 @@ absl::StatusOr<TensorData> RunSource(const Node& node, const Extents& sizes,
     absl::StatusOr<int64_t> start = iota->start.Evaluate(bindings);
     if (!start.ok()) return start.status();
     for (size_t i = 0; i < values.size(); ++i) {
-      values[i] = static_cast<double>(*start) + static_cast<double>(i) * iota->step;
+      values[i] = static_cast<double>(*start) + iota->offset + static_cast<double>(i) * iota->step;
     }
   } else if (const auto* r = std::get_if<RandomAttrs>(&node.attrs)) {
     for (size_t i = 0; i < values.size(); ++i) {

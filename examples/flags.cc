@@ -1,0 +1,37 @@
+#include "examples/flags.h"
+
+#include <cstdio>
+
+#include "absl/flags/flag.h"
+#include "tensor/executor.h"
+
+ABSL_FLAG(std::string, model, "",
+          "checkpoint: a llama2.c .bin file, or a Hugging Face directory (config.json + "
+          ".safetensors)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "llama2.c tokenizer.bin (default: tokenizer.bin beside the model)");
+ABSL_FLAG(std::string, prompt, "", "text to start from");
+ABSL_FLAG(int, steps, 256, "positions to generate up to, BOS and prompt included");
+ABSL_FLAG(double, temperature, 1.0, "0 = greedy; higher = more random");
+ABSL_FLAG(double, top_p, 0.9, "nucleus sampling threshold in (0, 1); 1 = off");
+ABSL_FLAG(int64_t, seed, -1, "random seed for sampling (-1: from the clock)");
+ABSL_FLAG(std::string, device, "cpu", "cpu or cuda");
+ABSL_FLAG(int, repeat, 5, "bench: timed repetitions");
+
+namespace kiln::cli {
+
+Device ChooseDevice() {
+  absl::StatusOr<Device> device = Device::Parse(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) {
+    std::fprintf(stderr, "kiln: %s; using the CPU\n", device.status().ToString().c_str());
+    return Device::Cpu();
+  }
+  if (device->type != DeviceType::kCpu && FindExecutor(device->type) == nullptr) {
+    std::fprintf(stderr, "kiln: no %s executor is available in this build or on this "
+                 "machine; running on the CPU\n", device->ToString().c_str());
+    return Device::Cpu();
+  }
+  return *device;
+}
+
+}  // namespace kiln::cli

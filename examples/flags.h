@@ -1,0 +1,29 @@
+// Command-line flags shared by the subcommands, and the device choice.
+#ifndef KILN_EXAMPLES_FLAGS_H_
+#define KILN_EXAMPLES_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "tensor/device.h"
+
+ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, tokenizer);
+ABSL_DECLARE_FLAG(std::string, prompt);
+ABSL_DECLARE_FLAG(int, steps);
+ABSL_DECLARE_FLAG(double, temperature);
+ABSL_DECLARE_FLAG(double, top_p);
+ABSL_DECLARE_FLAG(int64_t, seed);
+ABSL_DECLARE_FLAG(std::string, device);
+ABSL_DECLARE_FLAG(int, repeat);
+
+namespace kiln::cli {
+
+// The --device flag, falling back to the CPU (with one message on stderr)
+// when the requested device has no executor in this process.
+Device ChooseDevice();
+
+}  // namespace kiln::cli
+
+#endif  // KILN_EXAMPLES_FLAGS_H_

@@ -1,0 +1,49 @@
+// The text generation loop: prefill the prompt in one step, then decode one
+// token per step, streaming text as it is produced. Follows llama2.c's run.c:
+// `steps` counts forward passes (positions 0 .. steps-1, BOS and prompt
+// included), each of which yields the token of the next position; a sampled
+// BOS (or EOS) ends the text.
+#ifndef KILN_MODELS_GENERATE_H_
+#define KILN_MODELS_GENERATE_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "models/llama.h"
+#include "models/sampler.h"
+#include "models/tokenizer.h"
+
+namespace kiln::models {
+
+struct GenerateOptions {
+  std::string prompt;
+  int steps = 256;  // positions in all; at most the model's context
+  Sampler::Options sampling;
+  Device device = Device::Cpu();
+};
+
+struct GenerateStats {
+  int prompt_tokens = 0;     // BOS included
+  int generated_tokens = 0;  // sampled after the prompt
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+  // Of the decode time: recording traces, and realizing them.
+  double decode_trace_seconds = 0;
+  double decode_realize_seconds = 0;
+
+  double prefill_tokens_per_second() const;
+  double decode_tokens_per_second() const;
+};
+
+// Calls on_text with each piece of text (prompt pieces first) as soon as it is
+// known. InvalidArgument when the prompt alone fills the context or steps is
+// out of range.
+absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const Tokenizer& tokenizer,
+                                       const GenerateOptions& options,
+                                       const std::function<void(absl::string_view)>& on_text);
+
+}  // namespace kiln::models
+
+#endif  // KILN_MODELS_GENERATE_H_

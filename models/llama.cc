@@ -1,0 +1,148 @@
+#include "models/llama.h"
+
+#include "absl/strings/str_cat.h"
+#include "ops/ops.h"
+
+namespace kiln::models {
+namespace {
+
+absl::Status CheckWeight(absl::string_view name, const Tensor& t, const Shape& shape,
+                         DType dtype) {
+  if (!t.defined()) return absl::InvalidArgumentError(absl::StrCat("missing weight ", name));
+  if (!t.ok()) return t.status();
+  if (!(t.shape() == shape) || t.dtype() != dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("weight ", name, " is ", DTypeName(t.dtype()),
+                                                   t.shape().ToString(), ", expected ",
+                                                   DTypeName(dtype), shape.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights weights) {
+  if (absl::Status s = config.Validate("LlamaModel"); !s.ok()) return s;
+  const int64_t dim = config.dim, hidden = config.hidden_dim, kv = config.kv_dim();
+  const int64_t head = config.head_dim(), vocab = config.vocab_size, r = config.lora_rank;
+  const DType dt = config.dtype;
+  if (static_cast<int>(weights.layers.size()) != config.n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: ", weights.layers.size(),
+                                                   " layers of weights for a config of ",
+                                                   config.n_layers));
+  }
+  std::vector<std::pair<std::string, std::pair<const Tensor*, Shape>>> checks = {
+      {"embedding", {&weights.embedding, Shape{vocab, dim}}},
+      {"final_norm", {&weights.final_norm, Shape{dim}}},
+      {"classifier", {&weights.classifier, Shape{vocab, dim}}},
+  };
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    const LlamaLayerWeights& l = weights.layers[i];
+    const std::string p = absl::StrCat("layers.", i, ".");
+    const std::vector<std::tuple<std::string, const Tensor*, Shape>> layer = {
+        {"attention_norm", &l.attention_norm, Shape{dim}}, {"wq", &l.wq, Shape{dim, dim}},
+        {"wk", &l.wk, Shape{kv, dim}},         {"wv", &l.wv, Shape{kv, dim}},
+        {"wo", &l.wo, Shape{dim, dim}},        {"ffn_norm", &l.ffn_norm, Shape{dim}},
+        {"w_gate", &l.w_gate, Shape{hidden, dim}}, {"w_down", &l.w_down, Shape{dim, hidden}},
+        {"w_up", &l.w_up, Shape{hidden, dim}}};
+    for (const auto& [name, t, shape] : layer) checks.push_back({p + name, {t, shape}});
+    if (config.qk_norm) {
+      checks.push_back({p + "q_norm", {&l.q_norm, Shape{head}}});
+      checks.push_back({p + "k_norm", {&l.k_norm, Shape{head}}});
+    }
+    if (r > 0) {
+      const std::vector<std::tuple<std::string, const LoraAdapter*, int64_t, int64_t>> adapters =
+          {{"lora_q", &l.lora_q, dim, dim},          {"lora_k", &l.lora_k, dim, kv},
+           {"lora_v", &l.lora_v, dim, kv},           {"lora_o", &l.lora_o, dim, dim},
+           {"lora_gate", &l.lora_gate, dim, hidden}, {"lora_up", &l.lora_up, dim, hidden},
+           {"lora_down", &l.lora_down, hidden, dim}};
+      for (const auto& [name, a, in, out] : adapters) {
+        checks.push_back({p + name + ".a", {&a->a, Shape{r, in}}});
+        checks.push_back({p + name + ".b", {&a->b, Shape{out, r}}});
+      }
+    }
+  }
+  for (const auto& [name, check] : checks) {
+    if (absl::Status s = CheckWeight(name, *check.first, check.second, dt); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("LlamaModel: ", s.message()));
+    }
+  }
+  return LlamaModel(std::move(config), std::move(weights));
+}
+
+absl::StatusOr<KvCache> LlamaModel::NewCache(Device device) const {
+  KvCache cache;
+  const Shape shape{config_.n_kv_heads, config_.max_seq_len, config_.head_dim()};
+  std::vector<Tensor> all;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    cache.k.push_back(contiguous(zeros(shape, config_.dtype, device)));
+    cache.v.push_back(contiguous(zeros(shape, config_.dtype, device)));
+    all.push_back(cache.k.back());
+    all.push_back(cache.v.back());
+  }
+  if (absl::Status s = RealizeAll(all); !s.ok()) return s;
+  return cache;
+}
+
+Symbol LlamaModel::PositionSymbol(int64_t length) const {
+  return Symbol("pos", std::max<int64_t>(0, config_.max_seq_len - length));
+}
+
+Tensor LlamaModel::Linear(const Tensor& x, const Tensor& w, const LoraAdapter& lora) const {
+  Tensor y = matmul(x, transpose(w, 0, 1));
+  if (config_.lora_rank > 0) {
+    const Tensor low = matmul(x, transpose(lora.a, 0, 1));
+    y = y + matmul(low, transpose(lora.b, 0, 1)) * config_.lora_scale();
+  }
+  return y;
+}
+
+Tensor LlamaModel::Forward(const Tensor& tokens, const Dim& start, KvCache& cache,
+                           bool all_positions) const {
+  if (tokens.ok() && tokens.rank() != 1) {
+    return Tensor::Error(absl::InvalidArgumentError(absl::StrCat(
+        "LlamaModel::Forward: tokens must be 1-d, got ", tokens.shape().ToString())));
+  }
+  if (static_cast<int>(cache.k.size()) != config_.n_layers ||
+      static_cast<int>(cache.v.size()) != config_.n_layers) {
+    return Tensor::Error(absl::InvalidArgumentError(
+        "LlamaModel::Forward: the cache does not belong to this model; use NewCache()"));
+  }
+  const LlamaConfig& c = config_;
+  const int64_t head = c.head_dim();
+  const Dim seq = tokens.ok() ? tokens.shape()[0] : Dim(1);
+  if (seq == Dim(0)) {
+    return Tensor::Error(absl::InvalidArgumentError("LlamaModel::Forward: no tokens"));
+  }
+  const Dim end = start + seq;
+  const RopeOptions rope_options{c.rope_theta, c.rope_style, /*seq_axis=*/0};
+
+  Tensor x = index_select(weights_.embedding, 0, tokens);  // [T, dim]
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LlamaLayerWeights& w = weights_.layers[l];
+    const Tensor h = rms_norm(x, w.attention_norm, c.norm_eps);
+    Tensor q = reshape(Linear(h, w.wq, w.lora_q), {seq, c.n_heads, head});
+    Tensor k = reshape(Linear(h, w.wk, w.lora_k), {seq, c.n_kv_heads, head});
+    const Tensor v = reshape(Linear(h, w.wv, w.lora_v), {seq, c.n_kv_heads, head});
+    if (c.qk_norm) {
+      q = rms_norm(q, w.q_norm, c.norm_eps);
+      k = rms_norm(k, w.k_norm, c.norm_eps);
+    }
+    q = transpose(rope(q, start, rope_options), 0, 1);  // [heads, T, head]
+    k = transpose(rope(k, start, rope_options), 0, 1);  // [kv_heads, T, head]
+    cache.k[l] = slice_update(cache.k[l], k, 1, start);
+    cache.v[l] = slice_update(cache.v[l], transpose(v, 0, 1), 1, start);
+    const Tensor keys = slice(cache.k[l], 1, 0, end);
+    const Tensor values = slice(cache.v[l], 1, 0, end);
+    const Tensor o = attention(q, keys, values, {.causal = true});  // [heads, T, head]
+    x = x + Linear(reshape(transpose(o, 0, 1), {seq, c.dim}), w.wo, w.lora_o);
+    const Tensor f = rms_norm(x, w.ffn_norm, c.norm_eps);
+    const Tensor gated =
+        silu(Linear(f, w.w_gate, w.lora_gate)) * Linear(f, w.w_up, w.lora_up);
+    x = x + Linear(gated, w.w_down, w.lora_down);
+  }
+  if (!all_positions) x = slice(x, 0, seq - 1, seq);
+  x = rms_norm(x, weights_.final_norm, c.norm_eps);
+  return matmul(x, transpose(weights_.classifier, 0, 1));
+}
+
+}  // namespace kiln::models

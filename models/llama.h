@@ -1,0 +1,59 @@
+// A Llama-style decoder written with lazy tensor ops. Prefill (many
+// positions) and decode (one position) run through the same Forward; the
+// start position is a Dim, so a symbolic one gives one trace structure for
+// every decode step.
+#ifndef KILN_MODELS_LLAMA_H_
+#define KILN_MODELS_LLAMA_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/llama_config.h"
+#include "models/llama_weights.h"
+#include "tensor/dim.h"
+#include "tensor/tensor.h"
+
+namespace kiln::models {
+
+// Keys and values of every layer, preallocated to the full context:
+// [n_kv_heads, max_seq_len, head_dim] each. Forward replaces the tensors with
+// updated ones, which the executor writes in place.
+struct KvCache {
+  std::vector<Tensor> k;
+  std::vector<Tensor> v;
+};
+
+class LlamaModel {
+ public:
+  // Checks the config and every weight's shape and dtype against it.
+  static absl::StatusOr<LlamaModel> Create(LlamaConfig config, LlamaWeights weights);
+
+  const LlamaConfig& config() const { return config_; }
+  const LlamaWeights& weights() const { return weights_; }
+
+  // A zeroed, realized cache on `device`.
+  absl::StatusOr<KvCache> NewCache(Device device = Device::Cpu()) const;
+
+  // Records the forward pass of `tokens` (i32 [T]) at positions start ..
+  // start + T - 1, attending to the cache's first start + T positions, and
+  // writing this step's keys and values into `cache`. Returns the logits of
+  // the last position ([1, vocab]) or of every position ([T, vocab]).
+  Tensor Forward(const Tensor& tokens, const Dim& start, KvCache& cache,
+                 bool all_positions = false) const;
+
+  // A symbol for the start position of a step of `length` tokens: its bound
+  // keeps start + length within the context.
+  Symbol PositionSymbol(int64_t length) const;
+
+ private:
+  LlamaModel(LlamaConfig config, LlamaWeights weights)
+      : config_(std::move(config)), weights_(std::move(weights)) {}
+  Tensor Linear(const Tensor& x, const Tensor& w, const LoraAdapter& lora) const;
+
+  LlamaConfig config_;
+  LlamaWeights weights_;
+};
+
+}  // namespace kiln::models
+
+#endif  // KILN_MODELS_LLAMA_H_
