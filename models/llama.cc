@@ -66,7 +66,26 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
       return absl::InvalidArgumentError(absl::StrCat("LlamaModel: ", s.message()));
     }
   }
-  return LlamaModel(std::move(config), std::move(weights));
+  LlamaWeights transposed = weights;
+  std::vector<Tensor> views;
+  const auto transpose_in_place = [&](Tensor& t) {
+    if (!t.defined()) return;
+    t = transpose(t, 0, 1);
+    views.push_back(t);
+  };
+  transpose_in_place(transposed.classifier);
+  for (LlamaLayerWeights& l : transposed.layers) {
+    for (Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      transpose_in_place(*t);
+    }
+    for (LoraAdapter* a : {&l.lora_q, &l.lora_k, &l.lora_v, &l.lora_o, &l.lora_gate, &l.lora_up,
+                           &l.lora_down}) {
+      transpose_in_place(a->a);
+      transpose_in_place(a->b);
+    }
+  }
+  if (absl::Status s = RealizeAll(views); !s.ok()) return s;
+  return LlamaModel(std::move(config), std::move(weights), std::move(transposed));
 }
 
 absl::StatusOr<KvCache> LlamaModel::NewCache(Device device) const {
@@ -87,11 +106,10 @@ Symbol LlamaModel::PositionSymbol(int64_t length) const {
   return Symbol("pos", std::max<int64_t>(0, config_.max_seq_len - length));
 }
 
-Tensor LlamaModel::Linear(const Tensor& x, const Tensor& w, const LoraAdapter& lora) const {
-  Tensor y = matmul(x, transpose(w, 0, 1));
+Tensor LlamaModel::Linear(const Tensor& x, const Tensor& w_t, const LoraAdapter& lora_t) const {
+  Tensor y = matmul(x, w_t);
   if (config_.lora_rank > 0) {
-    const Tensor low = matmul(x, transpose(lora.a, 0, 1));
-    y = y + matmul(low, transpose(lora.b, 0, 1)) * config_.lora_scale();
+    y = y + matmul(matmul(x, lora_t.a), lora_t.b) * config_.lora_scale();
   }
   return y;
 }
@@ -116,33 +134,37 @@ Tensor LlamaModel::Forward(const Tensor& tokens, const Dim& start, KvCache& cach
   const Dim end = start + seq;
   const RopeOptions rope_options{c.rope_theta, c.rope_style, /*seq_axis=*/0};
 
+  // One set of RoPE tables serves every layer's queries and keys.
+  const RopeTables rope_for_step =
+      rope_tables(seq, start, head, /*rank=*/3, rope_options, c.dtype, tokens.device());
   Tensor x = index_select(weights_.embedding, 0, tokens);  // [T, dim]
   for (int l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
+    const LlamaLayerWeights& wt = transposed_.layers[l];
     const Tensor h = rms_norm(x, w.attention_norm, c.norm_eps);
-    Tensor q = reshape(Linear(h, w.wq, w.lora_q), {seq, c.n_heads, head});
-    Tensor k = reshape(Linear(h, w.wk, w.lora_k), {seq, c.n_kv_heads, head});
-    const Tensor v = reshape(Linear(h, w.wv, w.lora_v), {seq, c.n_kv_heads, head});
+    Tensor q = reshape(Linear(h, wt.wq, wt.lora_q), {seq, c.n_heads, head});
+    Tensor k = reshape(Linear(h, wt.wk, wt.lora_k), {seq, c.n_kv_heads, head});
+    const Tensor v = reshape(Linear(h, wt.wv, wt.lora_v), {seq, c.n_kv_heads, head});
     if (c.qk_norm) {
       q = rms_norm(q, w.q_norm, c.norm_eps);
       k = rms_norm(k, w.k_norm, c.norm_eps);
     }
-    q = transpose(rope(q, start, rope_options), 0, 1);  // [heads, T, head]
-    k = transpose(rope(k, start, rope_options), 0, 1);  // [kv_heads, T, head]
+    q = transpose(rope(q, rope_for_step), 0, 1);  // [heads, T, head]
+    k = transpose(rope(k, rope_for_step), 0, 1);  // [kv_heads, T, head]
     cache.k[l] = slice_update(cache.k[l], k, 1, start);
     cache.v[l] = slice_update(cache.v[l], transpose(v, 0, 1), 1, start);
     const Tensor keys = slice(cache.k[l], 1, 0, end);
     const Tensor values = slice(cache.v[l], 1, 0, end);
     const Tensor o = attention(q, keys, values, {.causal = true});  // [heads, T, head]
-    x = x + Linear(reshape(transpose(o, 0, 1), {seq, c.dim}), w.wo, w.lora_o);
+    x = x + Linear(reshape(transpose(o, 0, 1), {seq, c.dim}), wt.wo, wt.lora_o);
     const Tensor f = rms_norm(x, w.ffn_norm, c.norm_eps);
     const Tensor gated =
-        silu(Linear(f, w.w_gate, w.lora_gate)) * Linear(f, w.w_up, w.lora_up);
-    x = x + Linear(gated, w.w_down, w.lora_down);
+        silu(Linear(f, wt.w_gate, wt.lora_gate)) * Linear(f, wt.w_up, wt.lora_up);
+    x = x + Linear(gated, wt.w_down, wt.lora_down);
   }
   if (!all_positions) x = slice(x, 0, seq - 1, seq);
   x = rms_norm(x, weights_.final_norm, c.norm_eps);
-  return matmul(x, transpose(weights_.classifier, 0, 1));
+  return matmul(x, transposed_.classifier);
 }
 
 }  // namespace kiln::models

@@ -46,12 +46,18 @@ class LlamaModel {
   Symbol PositionSymbol(int64_t length) const;
 
  private:
-  LlamaModel(LlamaConfig config, LlamaWeights weights)
-      : config_(std::move(config)), weights_(std::move(weights)) {}
-  Tensor Linear(const Tensor& x, const Tensor& w, const LoraAdapter& lora) const;
+  LlamaModel(LlamaConfig config, LlamaWeights weights, LlamaWeights transposed)
+      : config_(std::move(config)),
+        weights_(std::move(weights)),
+        transposed_(std::move(transposed)) {}
+  // x @ w^T (+ the adapter), with w^T taken from transposed_.
+  Tensor Linear(const Tensor& x, const Tensor& w_t, const LoraAdapter& lora_t) const;
 
   LlamaConfig config_;
   LlamaWeights weights_;
+  // Every matrix as a realized [in, out] view (no copy), made once so that no
+  // step records a transpose per projection.
+  LlamaWeights transposed_;
 };
 
 }  // namespace kiln::models

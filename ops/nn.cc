@@ -55,58 +55,94 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   return layer_norm(x, eps) * weight + bias;
 }
 
-Tensor rope(const Tensor& x, const Dim& start, const RopeOptions& options) {
-  KILN_RETURN_IF_ERROR_TENSOR(CheckInputs("rope", {&x}));
-  KILN_RETURN_IF_ERROR_TENSOR(rules::RequireFloating("rope", x));
-  if (x.rank() < 2) {
-    return Tensor::Error(absl::InvalidArgumentError(
-        absl::StrCat("rope: needs rank >= 2 ([..., seq, ..., head_dim]), got ", Describe(x))));
+namespace {
+
+absl::Status CheckRope(const Shape& shape, int rank, const RopeOptions& options, int* seq_axis) {
+  if (rank < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rope: needs rank >= 2 ([..., seq, ..., head_dim]), got ", shape.ToString()));
   }
-  absl::StatusOr<int> seq_axis = NormalizeAxis(options.seq_axis, x.rank(), "rope");
-  if (!seq_axis.ok()) return Tensor::Error(seq_axis.status());
-  const int last = x.rank() - 1;
-  const Dim& head = x.shape()[last];
-  if (*seq_axis == last || !head.is_concrete() || head.value() % 2 != 0) {
-    return Tensor::Error(absl::InvalidArgumentError(absl::StrCat(
+  absl::StatusOr<int> axis = NormalizeAxis(options.seq_axis, rank, "rope");
+  if (!axis.ok()) return axis.status();
+  const Dim& head = shape[rank - 1];
+  if (*axis == rank - 1 || !head.is_concrete() || head.value() % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
         "rope: the last axis must be a concrete, even head dim distinct from seq_axis ",
-        options.seq_axis, "; got ", Describe(x))));
+        options.seq_axis, "; got ", shape.ToString()));
   }
   if (!(options.theta > 0) || !std::isfinite(options.theta)) {
-    return Tensor::Error(absl::InvalidArgumentError(
-        absl::StrCat("rope: theta must be positive and finite, got ", options.theta)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rope: theta must be positive and finite, got ", options.theta));
   }
-  const int64_t d = head.value();
-  const int64_t half = d / 2;
-  const Dim& seq = x.shape()[*seq_axis];
-  const Device device = x.device();
+  *seq_axis = *axis;
+  return absl::OkStatus();
+}
 
-  // Angles [seq, d/2] in f32: pos * (1 / theta^(2i/d)).
+}  // namespace
+
+RopeTables rope_tables(const Dim& seq, const Dim& start, int64_t head_dim, int rank,
+                       const RopeOptions& options, DType dtype, Device device) {
+  Shape probe;
+  for (int i = 0; i < rank - 1; ++i) probe.push_back(Dim(1));
+  probe.push_back(Dim(head_dim));
+  int seq_axis = 0;
+  if (absl::Status s = CheckRope(probe, rank, options, &seq_axis); !s.ok()) {
+    return {Tensor::Error(s), Tensor::Error(s), Tensor::Error(s)};
+  }
+  const int64_t d = head_dim;
+  const int64_t half = d / 2;
+  // Angles [seq, d/2] in f32: pos * (1 / theta^(2i/d)), as llama2.c computes them.
   const Tensor pos = cast(iota(seq, start, 1, DType::kI32, device), DType::kF32);
   const Tensor exponents = cast(iota(half, 0, 2, DType::kI32, device), DType::kF32) /
                            static_cast<double>(d);
   const Tensor inv_freq = recip(pow(full({half}, options.theta, DType::kF32, device), exponents));
   const Tensor angles = unsqueeze(pos, 1) * unsqueeze(inv_freq, 0);
-  // Place seq and d/2 where x has them: [seq, 1, ..., 1, d/2].
-  Shape table_shape{seq};
-  for (int i = *seq_axis + 1; i < last; ++i) table_shape.push_back(Dim(1));
-  table_shape.push_back(Dim(half));
-  const Tensor c = reshape(cast(cos(angles), x.dtype()), table_shape);
-  const Tensor s = reshape(cast(sin(angles), x.dtype()), table_shape);
-
+  const Tensor c = cos(angles);
+  const Tensor s = sin(angles);
+  // Element j of a head pairs with partner[j]; out_j = x_j cos - x_partner sin
+  // for the first of a pair, x_j cos + x_partner sin for the second.
+  Tensor cos_d, sin_d;
+  std::vector<int32_t> partner(d);
   if (options.style == RopeStyle::kRotateHalf) {
-    const Tensor x1 = slice(x, -1, 0, half);
-    const Tensor x2 = slice(x, -1, half, d);
-    return concat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+    cos_d = concat({c, c}, 1);
+    sin_d = concat({-s, s}, 1);
+    for (int64_t j = 0; j < d; ++j) partner[j] = static_cast<int32_t>(j < half ? j + half : j - half);
+  } else {
+    Shape pairs{seq, half, 1};
+    cos_d = reshape(concat({reshape(c, pairs), reshape(c, pairs)}, 2), {seq, d});
+    sin_d = reshape(concat({reshape(-s, pairs), reshape(s, pairs)}, 2), {seq, d});
+    for (int64_t j = 0; j < d; ++j) partner[j] = static_cast<int32_t>(j ^ 1);
   }
-  Shape pairs = x.shape();
-  pairs[last] = Dim(half);
-  pairs.push_back(Dim(2));
-  const Tensor xp = reshape(x, pairs);
-  const Tensor x0 = squeeze(slice(xp, -1, 0, 1), -1);
-  const Tensor x1 = squeeze(slice(xp, -1, 1, 2), -1);
-  const Tensor r0 = unsqueeze(x0 * c - x1 * s, -1);
-  const Tensor r1 = unsqueeze(x0 * s + x1 * c, -1);
-  return reshape(concat({r0, r1}, -1), x.shape());
+  // Place seq and d where x has them: [seq, 1, ..., 1, d].
+  Shape table_shape{seq};
+  for (int i = seq_axis + 1; i < rank - 1; ++i) table_shape.push_back(Dim(1));
+  table_shape.push_back(Dim(d));
+  RopeTables tables;
+  tables.cos = reshape(cast(cos_d, dtype), table_shape);
+  tables.sin = reshape(cast(sin_d, dtype), table_shape);
+  tables.partner = Tensor::FromHost<int32_t>(partner, {d});
+  return tables;
+}
+
+Tensor rope(const Tensor& x, const RopeTables& tables) {
+  KILN_RETURN_IF_ERROR_TENSOR(CheckInputs("rope", {&x, &tables.cos, &tables.sin, &tables.partner}));
+  KILN_RETURN_IF_ERROR_TENSOR(rules::RequireFloating("rope", x));
+  if (x.rank() < 1 || !(x.shape()[x.rank() - 1] == tables.partner.shape()[0])) {
+    return Tensor::Error(absl::InvalidArgumentError(
+        absl::StrCat("rope: tables for head dim ", tables.partner.shape()[0].ToString(),
+                     " do not fit ", Describe(x))));
+  }
+  return x * tables.cos + index_select(x, -1, tables.partner) * tables.sin;
+}
+
+Tensor rope(const Tensor& x, const Dim& start, const RopeOptions& options) {
+  KILN_RETURN_IF_ERROR_TENSOR(CheckInputs("rope", {&x}));
+  KILN_RETURN_IF_ERROR_TENSOR(rules::RequireFloating("rope", x));
+  int seq_axis = 0;
+  KILN_RETURN_IF_ERROR_TENSOR(CheckRope(x.shape(), x.rank(), options, &seq_axis));
+  const int64_t d = x.shape()[x.rank() - 1].value();
+  return rope(x, rope_tables(x.shape()[seq_axis], start, d, x.rank(), options, x.dtype(),
+                             x.device()));
 }
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -148,11 +184,14 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
   const Tensor vg = unsqueeze(v, -3);
   Tensor scores = matmul(qg, transpose(kg, -1, -2)) * scale;
 
-  if (options.causal) {
-    const Dim& tq = q.shape()[r - 2];
-    const Dim& tk = k.shape()[r - 2];
-    const Dim offset = tk - tq;
-    if (offset.min_value() < 0) return bad("causal attention needs at least as many keys as queries");
+  const Dim& tq = q.shape()[r - 2];
+  const Dim& tk = k.shape()[r - 2];
+  const Dim offset = tk - tq;
+  if (options.causal && offset.min_value() < 0) {
+    return bad("causal attention needs at least as many keys as queries");
+  }
+  // A single query sits at the last position and sees every key: no mask.
+  if (options.causal && !(tq == Dim(1))) {
     const Tensor query_pos = unsqueeze(iota(tq, offset, 1, DType::kI32, q.device()), 1);
     const Tensor key_pos = unsqueeze(iota(tk, 0, 1, DType::kI32, q.device()), 0);
     scores = where(ge(query_pos, key_pos), scores, -std::numeric_limits<double>::infinity());

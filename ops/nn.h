@@ -37,6 +37,20 @@ struct RopeOptions {
 // start + 1, ... along options.seq_axis: pair i turns by pos * theta^(-2i/d).
 Tensor rope(const Tensor& x, const Dim& start, const RopeOptions& options = {});
 
+// The same in two parts, so that several tensors (every layer's queries and
+// keys) share one set of tables: rope(x) = x * cos + x[..., partner] * sin,
+// where partner swaps the two elements of each rotated pair and sin carries
+// the sign. Tables are [seq, 1, ..., 1, d] for a tensor of `rank` whose
+// positions run along options.seq_axis.
+struct RopeTables {
+  Tensor cos;
+  Tensor sin;
+  Tensor partner;  // i32 [d]
+};
+RopeTables rope_tables(const Dim& seq, const Dim& start, int64_t head_dim, int rank,
+                       const RopeOptions& options, DType dtype, Device device = Device::Cpu());
+Tensor rope(const Tensor& x, const RopeTables& tables);
+
 struct AttentionOptions {
   bool causal = false;
   std::optional<double> scale;  // default 1 / sqrt(head dim)

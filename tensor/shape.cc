@@ -55,9 +55,9 @@ absl::Status Shape::Validate(absl::string_view op) const {
                                                    kMaxRank));
   }
   for (int i = 0; i < rank(); ++i) {
-    if (absl::Status s = dims_[i].Validate(absl::StrCat("dimension ", i)); !s.ok()) {
+    if (absl::Status s = dims_[i].Validate("dimension"); !s.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(op, ": shape ", ToString(), ": ", s.message()));
+          absl::StrCat(op, ": shape ", ToString(), ", axis ", i, ": ", s.message()));
     }
   }
   if (max_elements() > kMaxElements) {

@@ -1,41 +1,89 @@
 // Elementwise reference kernels: unary, binary, comparisons, cast, where.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
-
-#include <xtensor/xbroadcast.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "ops/cpu/arrays.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/strided_loop.h"
 
 namespace kiln::cpu {
 namespace {
 
+// An input read in compute type C: the stored data itself when it already
+// is C, else a dense converted copy. Strides are broadcast to the output.
 template <typename C>
-xt::xarray<C> LoadBroadcast(const TensorData& data, DType dtype, const ArrayShape& shape) {
-  xt::xarray<C> a = Load<C>(data, dtype);
-  if (a.shape() == shape) return a;
-  return xt::broadcast(a, shape);
-}
+struct Operand {
+  const C* data = nullptr;
+  Extents strides;
+  xt::xarray<C> owned;
 
-template <typename R, typename C, typename F>
-xt::xarray<R> Map(const xt::xarray<C>& a, F f) {
-  xt::xarray<R> out(a.shape());
-  const C* in = a.data();
-  R* o = out.data();
-  for (size_t i = 0; i < a.size(); ++i) o[i] = f(in[i]);
-  return out;
-}
+  Operand(const TensorData& in, DType dtype, const Extents& out_sizes) {
+    if (dtype == kComputeDType<C>) {
+      data = in.ptr<C>();
+      strides = BroadcastStrides(in.sizes, in.strides, out_sizes);
+    } else {
+      owned = Load<C>(in, dtype);
+      data = owned.data();
+      strides = BroadcastStrides(in.sizes, ContiguousStrides(in.sizes), out_sizes);
+    }
+  }
+};
 
-template <typename R, typename C, typename F>
-xt::xarray<R> Map2(const xt::xarray<C>& a, const xt::xarray<C>& b, F f) {
-  xt::xarray<R> out(a.shape());
-  const C* x = a.data();
-  const C* y = b.data();
-  R* o = out.data();
-  for (size_t i = 0; i < a.size(); ++i) o[i] = f(x[i], y[i]);
+// out[i] = f(inputs[i]...) over the broadcast index space, written in R and
+// stored as `dtype` (directly when R is its storage type).
+template <typename R, typename C, size_t N, typename F>
+absl::StatusOr<TensorData> MapInto(DType dtype, const Extents& sizes,
+                                   const std::array<const Operand<C>*, N>& in, F f) {
+  absl::StatusOr<TensorData> out = AllocateHostTensor(dtype, sizes);
+  if (!out.ok()) return out.status();
+  const bool direct = dtype == kComputeDType<R>;
+  const int64_t n = NumElements(sizes);
+  std::unique_ptr<R[]> staging;  // not std::vector: vector<bool> is packed
+  R* dst = out->template ptr<R>();
+  if (!direct) {
+    staging = std::make_unique<R[]>(static_cast<size_t>(n));
+    dst = staging.get();
+  }
+  std::array<Extents, N + 1> strides;
+  for (size_t k = 0; k < N; ++k) strides[k] = in[k]->strides;
+  strides[N] = ContiguousStrides(sizes);
+  ForEachRun<N + 1>(sizes, strides, [&](const auto& offsets, int64_t count, const auto& steps) {
+    R* o = dst + offsets[N];
+    if constexpr (N == 1) {
+      const C* a = in[0]->data + offsets[0];
+      if (steps[0] == 1) {
+        for (int64_t i = 0; i < count; ++i) o[i] = f(a[i]);
+      } else {
+        for (int64_t i = 0; i < count; ++i) o[i] = f(a[i * steps[0]]);
+      }
+    } else if constexpr (N == 2) {
+      const C* a = in[0]->data + offsets[0];
+      const C* b = in[1]->data + offsets[1];
+      if (steps[0] == 1 && steps[1] == 1) {
+        for (int64_t i = 0; i < count; ++i) o[i] = f(a[i], b[i]);
+      } else if (steps[0] == 1 && steps[1] == 0) {
+        const C y = *b;
+        for (int64_t i = 0; i < count; ++i) o[i] = f(a[i], y);
+      } else {
+        for (int64_t i = 0; i < count; ++i) o[i] = f(a[i * steps[0]], b[i * steps[1]]);
+      }
+    } else {
+      const C* a = in[0]->data + offsets[0];
+      const C* b = in[1]->data + offsets[1];
+      const C* c = in[2]->data + offsets[2];
+      for (int64_t i = 0; i < count; ++i) {
+        o[i] = f(a[i * steps[0]], b[i * steps[1]], c[i * steps[2]]);
+      }
+    }
+  });
+  if (!direct) {
+    ConvertElements(kComputeDType<R>, staging.get(), dtype, out->storage->data(), n);
+  }
   return out;
 }
 
@@ -138,25 +186,24 @@ auto WithConstantOp(OpKind op, F&& f) {
 }
 
 template <typename C>
-absl::StatusOr<TensorData> RunComparison(const Node& node, Inputs inputs,
-                                         const ArrayShape& shape) {
+absl::StatusOr<TensorData> RunComparison(const Node& node, Inputs inputs, const Extents& sizes) {
   const DType in = node.inputs[0]->dtype;
-  const xt::xarray<C> a = LoadBroadcast<C>(*inputs[0], in, shape);
-  const xt::xarray<C> b = LoadBroadcast<C>(*inputs[1], in, shape);
+  const Operand<C> a(*inputs[0], in, sizes);
+  const Operand<C> b(*inputs[1], in, sizes);
   return WithConstantOp(node.op, [&](auto op) {
-    return Store(Map2<bool>(a, b, [](C x, C y) { return Compare(decltype(op)::value, x, y); }),
-                 DType::kBool);
+    return MapInto<bool, C, 2>(DType::kBool, sizes, {&a, &b},
+                               [](C x, C y) { return Compare(decltype(op)::value, x, y); });
   });
 }
 
 template <typename C>
-absl::StatusOr<TensorData> RunWhere(const Node& node, Inputs inputs, const ArrayShape& shape) {
-  const xt::xarray<bool> cond = LoadBroadcast<bool>(*inputs[0], DType::kBool, shape);
-  const xt::xarray<C> a = LoadBroadcast<C>(*inputs[1], node.dtype, shape);
-  const xt::xarray<C> b = LoadBroadcast<C>(*inputs[2], node.dtype, shape);
-  xt::xarray<C> out(shape);
-  for (size_t i = 0; i < out.size(); ++i) out.data()[i] = cond.data()[i] ? a.data()[i] : b.data()[i];
-  return Store(out, node.dtype);
+absl::StatusOr<TensorData> RunWhere(const Node& node, Inputs inputs, const Extents& sizes) {
+  // The condition is read as C too (0 or 1), so all three operands share a type.
+  const Operand<C> cond(*inputs[0], DType::kBool, sizes);
+  const Operand<C> a(*inputs[1], node.dtype, sizes);
+  const Operand<C> b(*inputs[2], node.dtype, sizes);
+  return MapInto<C, C, 3>(node.dtype, sizes, {&cond, &a, &b},
+                          [](C c, C x, C y) { return c != C(0) ? x : y; });
 }
 
 absl::StatusOr<TensorData> RunCast(const Node& node, const TensorData& input) {
@@ -175,57 +222,60 @@ absl::StatusOr<TensorData> RunCast(const Node& node, const TensorData& input) {
 absl::StatusOr<TensorData> RunElementwise(const Node& node, Inputs inputs,
                                           const Extents& sizes) {
   const OpKind op = node.op;
-  const ArrayShape shape = ToArrayShape(sizes);
   if (op == OpKind::kCast) return RunCast(node, *inputs[0]);
   if (op == OpKind::kWhere) {
-    return ComputesInFloat(node.dtype) ? RunWhere<float>(node, inputs, shape)
-                                       : RunWhere<int64_t>(node, inputs, shape);
+    return ComputesInFloat(node.dtype) ? RunWhere<float>(node, inputs, sizes)
+                                       : RunWhere<int64_t>(node, inputs, sizes);
   }
   if (IsComparison(op)) {
-    return ComputesInFloat(node.inputs[0]->dtype) ? RunComparison<float>(node, inputs, shape)
-                                                  : RunComparison<int64_t>(node, inputs, shape);
+    return ComputesInFloat(node.inputs[0]->dtype) ? RunComparison<float>(node, inputs, sizes)
+                                                  : RunComparison<int64_t>(node, inputs, sizes);
   }
   if (IsUnary(op)) {
     if (ComputesInFloat(node.dtype)) {
-      const xt::xarray<float> a = Load<float>(*inputs[0], node.dtype);
+      const Operand<float> a(*inputs[0], node.dtype, sizes);
       return WithConstantOp(op, [&](auto k) {
-        return Store(Map<float>(a, [](float x) { return UnaryFloat(decltype(k)::value, x); }),
-                     node.dtype);
+        return MapInto<float, float, 1>(node.dtype, sizes, {&a}, [](float x) {
+          return UnaryFloat(decltype(k)::value, x);
+        });
       });
     }
-    const xt::xarray<int64_t> a = Load<int64_t>(*inputs[0], node.dtype);
+    const Operand<int64_t> a(*inputs[0], node.dtype, sizes);
     return WithConstantOp(op, [&](auto k) {
-      return Store(Map<int64_t>(a, [](int64_t x) { return UnaryInt(decltype(k)::value, x); }),
-                   node.dtype);
+      return MapInto<int64_t, int64_t, 1>(node.dtype, sizes, {&a}, [](int64_t x) {
+        return UnaryInt(decltype(k)::value, x);
+      });
     });
   }
   if (IsArithmetic(op)) {
     if (ComputesInFloat(node.dtype)) {
-      const xt::xarray<float> a = LoadBroadcast<float>(*inputs[0], node.dtype, shape);
-      const xt::xarray<float> b = LoadBroadcast<float>(*inputs[1], node.dtype, shape);
+      const Operand<float> a(*inputs[0], node.dtype, sizes);
+      const Operand<float> b(*inputs[1], node.dtype, sizes);
       return WithConstantOp(op, [&](auto k) {
-        return Store(Map2<float>(a, b, [](float x, float y) {
-                       return BinaryFloat(decltype(k)::value, x, y);
-                     }),
-                     node.dtype);
+        return MapInto<float, float, 2>(node.dtype, sizes, {&a, &b}, [](float x, float y) {
+          return BinaryFloat(decltype(k)::value, x, y);
+        });
       });
     }
-    const xt::xarray<int64_t> a = LoadBroadcast<int64_t>(*inputs[0], node.dtype, shape);
-    const xt::xarray<int64_t> b = LoadBroadcast<int64_t>(*inputs[1], node.dtype, shape);
+    const Operand<int64_t> a(*inputs[0], node.dtype, sizes);
+    const Operand<int64_t> b(*inputs[1], node.dtype, sizes);
     if (op == OpKind::kDiv) {
-      for (size_t i = 0; i < b.size(); ++i) {
-        if (b.data()[i] == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "div: integer division by zero (", DTypeName(node.dtype), node.shape.ToString(),
-              ")"));
-        }
+      bool zero = false;
+      MapInto<bool, int64_t, 1>(DType::kBool, sizes, {&b}, [&](int64_t y) {
+        zero |= y == 0;
+        return false;
+      }).IgnoreError();
+      if (zero) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "div: integer division by zero (", DTypeName(node.dtype), node.shape.ToString(),
+            ")"));
       }
     }
     return WithConstantOp(op, [&](auto k) {
-      return Store(Map2<int64_t>(a, b, [](int64_t x, int64_t y) {
-                     return BinaryInt(decltype(k)::value, x, y);
-                   }),
-                   node.dtype);
+      return MapInto<int64_t, int64_t, 2>(node.dtype, sizes, {&a, &b},
+                                          [](int64_t x, int64_t y) {
+                                            return BinaryInt(decltype(k)::value, x, y);
+                                          });
     });
   }
   return absl::InternalError(absl::StrCat("RunElementwise: unexpected op ", OpName(op)));

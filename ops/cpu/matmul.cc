@@ -1,27 +1,43 @@
 // Batched matmul reference kernel: f32 accumulation for floating dtypes,
 // wrapping int64 accumulation for integers.
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 
 #include "ops/cpu/arrays.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/strided_loop.h"
 
 namespace kiln::cpu {
 namespace {
 
-// A dense row-major operand in compute type C: the stored data itself when
-// it already is that, else a converted copy. Weights usually need no copy.
+// The matrices of one operand as rows of `cols` dense elements of compute
+// type C: the stored data itself when its rows already are that (any batch
+// and row strides), else a dense converted copy. Weights, and transposed
+// views of them, usually need no copy.
 template <typename C>
-struct DenseOperand {
+struct MatrixOperand {
   const C* data = nullptr;
+  Extents batch_strides;  // broadcast to the output's batch dims
+  int64_t row_stride = 0;
   xt::xarray<C> owned;
 
-  DenseOperand(const TensorData& view, DType dtype) {
-    if (dtype == kComputeDType<C> && view.is_contiguous()) {
+  MatrixOperand(const TensorData& view, DType dtype, absl::Span<const int64_t> out_batch) {
+    const size_t rank = view.sizes.size();
+    const absl::Span<const int64_t> batch(view.sizes.data(), rank - 2);
+    const bool rows_dense = view.strides[rank - 1] == 1 || view.sizes[rank - 1] == 1;
+    if (dtype == kComputeDType<C> && rows_dense) {
       data = view.ptr<C>();
+      row_stride = view.strides[rank - 2];
+      batch_strides = BroadcastStrides(batch, absl::Span<const int64_t>(view.strides.data(), rank - 2),
+                                       out_batch);
     } else {
       owned = Load<C>(view, dtype);
       data = owned.data();
+      const Extents dense = ContiguousStrides(view.sizes);
+      row_stride = dense[rank - 2];
+      batch_strides =
+          BroadcastStrides(batch, absl::Span<const int64_t>(dense.data(), rank - 2), out_batch);
     }
   }
 };
@@ -46,18 +62,6 @@ int64_t Dot(const int64_t* a, const int64_t* b, int64_t k) {
   return static_cast<int64_t>(total);
 }
 
-// Linear index, within `batch` (right-aligned against the output's batch
-// dims, size-1 dims broadcast), of the output batch element `index`.
-int64_t BroadcastBatchIndex(absl::Span<const int64_t> out_batch, absl::Span<const int64_t> index,
-                            absl::Span<const int64_t> batch) {
-  int64_t linear = 0;
-  const size_t lead = out_batch.size() - batch.size();
-  for (size_t i = 0; i < batch.size(); ++i) {
-    linear = linear * batch[i] + (batch[i] == 1 ? 0 : index[lead + i]);
-  }
-  return linear;
-}
-
 template <typename C>
 absl::StatusOr<TensorData> MatmulTyped(const Node& node, const TensorData& a,
                                        const TensorData& b, const Extents& sizes) {
@@ -65,32 +69,41 @@ absl::StatusOr<TensorData> MatmulTyped(const Node& node, const TensorData& a,
   const int64_t m = sizes[rank - 2];
   const int64_t n = sizes[rank - 1];
   const int64_t k = a.sizes.back();
+  const absl::Span<const int64_t> out_batch(sizes.data(), rank - 2);
   // B transposed to [..., N, K] so each output element is a dense dot product.
   TensorData bt = b;
   std::swap(bt.sizes[bt.sizes.size() - 1], bt.sizes[bt.sizes.size() - 2]);
   std::swap(bt.strides[bt.strides.size() - 1], bt.strides[bt.strides.size() - 2]);
-  const DenseOperand<C> lhs(a, node.dtype);
-  const DenseOperand<C> rhs(bt, node.dtype);
+  const MatrixOperand<C> lhs(a, node.dtype, out_batch);
+  const MatrixOperand<C> rhs(bt, node.dtype, out_batch);
 
-  const absl::Span<const int64_t> out_batch(sizes.data(), rank - 2);
-  const absl::Span<const int64_t> a_batch(a.sizes.data(), a.sizes.size() - 2);
-  const absl::Span<const int64_t> b_batch(b.sizes.data(), b.sizes.size() - 2);
-  xt::xarray<C> out(ToArrayShape(sizes));
-  Extents index(out_batch.size(), 0);
-  const int64_t batches = NumElements(out_batch);
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    const C* a_mat = lhs.data + BroadcastBatchIndex(out_batch, index, a_batch) * m * k;
-    const C* b_mat = rhs.data + BroadcastBatchIndex(out_batch, index, b_batch) * n * k;
-    C* o = out.data() + batch * m * n;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) o[i * n + j] = Dot(a_mat + i * k, b_mat + j * k, k);
-    }
-    for (int axis = static_cast<int>(index.size()) - 1; axis >= 0; --axis) {
-      if (++index[axis] < out_batch[axis]) break;
-      index[axis] = 0;
-    }
-  }
-  return Store(out, node.dtype);
+  absl::StatusOr<TensorData> out = AllocateHostTensor(node.dtype, sizes);
+  if (!out.ok()) return out.status();
+  const bool direct = node.dtype == kComputeDType<C>;
+  const int64_t total = NumElements(sizes);
+  std::unique_ptr<C[]> staging;
+  C* dst = direct ? out->template ptr<C>() : (staging = std::make_unique<C[]>(total)).get();
+  if (total == 0) return out;
+
+  std::array<Extents, 2> batch_strides = {lhs.batch_strides, rhs.batch_strides};
+  int64_t batch = 0;
+  ForEachRun<2>(out_batch, batch_strides,
+                [&](const std::array<int64_t, 2>& offsets, int64_t count,
+                    const std::array<int64_t, 2>& steps) {
+                  for (int64_t r = 0; r < count; ++r, ++batch) {
+                    const C* a_mat = lhs.data + offsets[0] + r * steps[0];
+                    const C* b_mat = rhs.data + offsets[1] + r * steps[1];
+                    C* o = dst + batch * m * n;
+                    for (int64_t i = 0; i < m; ++i) {
+                      for (int64_t j = 0; j < n; ++j) {
+                        o[i * n + j] =
+                            Dot(a_mat + i * lhs.row_stride, b_mat + j * rhs.row_stride, k);
+                      }
+                    }
+                  }
+                });
+  if (!direct) ConvertElements(kComputeDType<C>, dst, node.dtype, out->storage->data(), total);
+  return out;
 }
 
 }  // namespace

@@ -30,12 +30,12 @@ TensorData ReducedAxesLast(const TensorData& in, const ReduceAttrs& attrs, int64
   return view;
 }
 
+// Reduces consecutive runs of `inner` elements of `in` (dense).
 template <typename C>
-absl::StatusOr<TensorData> ReduceRows(const Node& node, const xt::xarray<C>& values,
-                                      int64_t inner, const Extents& sizes) {
+absl::StatusOr<TensorData> ReduceRows(const Node& node, const C* in, int64_t inner,
+                                      const Extents& sizes) {
   xt::xarray<C> out(ToArrayShape(sizes));
   const int64_t rows = static_cast<int64_t>(out.size());
-  const C* in = values.data();
   for (int64_t r = 0; r < rows; ++r) {
     const C* row = in + r * inner;
     if constexpr (std::is_same_v<C, float>) {
@@ -80,9 +80,12 @@ absl::StatusOr<TensorData> RunReduce(const Node& node, const TensorData& input,
                                                    node.inputs[0]->shape.ToString()));
   }
   if (ComputesInFloat(node.dtype)) {
-    return ReduceRows<float>(node, Load<float>(view, node.dtype), inner, sizes);
+    if (node.dtype == DType::kF32 && view.is_contiguous()) {
+      return ReduceRows<float>(node, view.ptr<float>(), inner, sizes);
+    }
+    return ReduceRows<float>(node, Load<float>(view, node.dtype).data(), inner, sizes);
   }
-  return ReduceRows<int64_t>(node, Load<int64_t>(view, node.dtype), inner, sizes);
+  return ReduceRows<int64_t>(node, Load<int64_t>(view, node.dtype).data(), inner, sizes);
 }
 
 }  // namespace kiln::cpu
