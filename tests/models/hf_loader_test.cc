@@ -1,8 +1,6 @@
 #include "models/hf_loader.h"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <utility>
@@ -20,6 +18,7 @@ namespace kiln::models {
 namespace {
 
 using ::kiln::testing::ReadF32;
+using ::kiln::testing::WriteFile;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using Named = std::vector<std::pair<std::string, Tensor>>;
@@ -83,23 +82,15 @@ struct Tiny {
   }
 };
 
+// A fresh directory under the test temp dir.
 std::string TestDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/kiln_hf_" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  ASSERT_TRUE(out.good()) << path;
+  return ::kiln::testing::FreshTempDir("kiln_hf_" + name);
 }
 
 // config.json and model.safetensors in a fresh directory.
 std::string WriteModel(const std::string& name, const json& config, const Named& weights) {
   const std::string dir = TestDir(name);
-  WriteText(dir + "/config.json", config.dump(2));
+  WriteFile(dir + "/config.json", config.dump(2));
   const absl::Status s = WriteSafetensors(dir + "/model.safetensors", weights);
   EXPECT_TRUE(s.ok()) << s;
   return dir;
@@ -263,7 +254,7 @@ TEST(HfLoader, QkNormMissingInALaterLayer) {
 std::string WriteSharded(const std::string& name, const Named& weights,
                          const std::string& second_shard_in_index) {
   const std::string dir = TestDir(name);
-  WriteText(dir + "/config.json", Tiny().Config().dump());
+  WriteFile(dir + "/config.json", Tiny().Config().dump());
   const size_t half = weights.size() / 2;
   const Named first(weights.begin(), weights.begin() + half);
   const Named second(weights.begin() + half, weights.end());
@@ -272,7 +263,7 @@ std::string WriteSharded(const std::string& name, const Named& weights,
   json map = json::object();
   for (const auto& [n, t] : first) map[n] = "model-00001-of-00002.safetensors";
   for (const auto& [n, t] : second) map[n] = second_shard_in_index;
-  WriteText(dir + "/model.safetensors.index.json",
+  WriteFile(dir + "/model.safetensors.index.json",
             json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump());
   return dir;
 }
@@ -310,8 +301,8 @@ TEST(HfLoader, ShardedIndexPutsTensorInTheWrongShard) {
 
 TEST(HfLoader, ShardedIndexMalformed) {
   const std::string dir = TestDir("sharded_malformed");
-  WriteText(dir + "/config.json", Tiny().Config().dump());
-  WriteText(dir + "/model.safetensors.index.json", R"({"weight_map": [1, 2]})");
+  WriteFile(dir + "/config.json", Tiny().Config().dump());
+  WriteFile(dir + "/model.safetensors.index.json", R"({"weight_map": [1, 2]})");
   ExpectLoadFails(dir, absl::StatusCode::kInvalidArgument, "model.safetensors.index.json",
                   "\"weight_map\"");
 }
@@ -319,7 +310,7 @@ TEST(HfLoader, ShardedIndexMalformed) {
 TEST(HfLoader, FallsBackToEverySafetensorsFile) {
   const Named weights = Tiny().Weights();
   const std::string dir = TestDir("glob");
-  WriteText(dir + "/config.json", Tiny().Config().dump());
+  WriteFile(dir + "/config.json", Tiny().Config().dump());
   const Named first(weights.begin(), weights.begin() + 5);
   const Named second(weights.begin() + 5, weights.end());
   KILN_EXPECT_OK(WriteSafetensors(dir + "/a.safetensors", first));
@@ -332,7 +323,7 @@ TEST(HfLoader, FallsBackToEverySafetensorsFile) {
 TEST(HfLoader, SameTensorInTwoFiles) {
   const Named weights = Tiny().Weights();
   const std::string dir = TestDir("glob_duplicate");
-  WriteText(dir + "/config.json", Tiny().Config().dump());
+  WriteFile(dir + "/config.json", Tiny().Config().dump());
   KILN_EXPECT_OK(WriteSafetensors(dir + "/a.safetensors", weights));
   KILN_EXPECT_OK(WriteSafetensors(dir + "/b.safetensors", {weights[0]}));
   ExpectLoadFails(dir, absl::StatusCode::kInvalidArgument, dir + "/b.safetensors", "is in both");
@@ -340,14 +331,14 @@ TEST(HfLoader, SameTensorInTwoFiles) {
 
 TEST(HfLoader, NoWeightFiles) {
   const std::string dir = TestDir("no_weights");
-  WriteText(dir + "/config.json", Tiny().Config().dump());
+  WriteFile(dir + "/config.json", Tiny().Config().dump());
   ExpectLoadFails(dir, absl::StatusCode::kNotFound, dir, "no model.safetensors");
 }
 
 TEST(HfLoader, CorruptWeightFile) {
   const std::string dir = TestDir("corrupt");
-  WriteText(dir + "/config.json", Tiny().Config().dump());
-  WriteText(dir + "/model.safetensors", "junk");
+  WriteFile(dir + "/config.json", Tiny().Config().dump());
+  WriteFile(dir + "/model.safetensors", "junk");
   ExpectLoadFails(dir, absl::StatusCode::kInvalidArgument, dir + "/model.safetensors",
                   "8-byte header length");
 }
@@ -360,7 +351,7 @@ TEST(HfLoader, ConfigMissing) {
 
 TEST(HfLoader, ConfigMalformed) {
   const std::string dir = WriteModel("config_malformed", Tiny().Config(), Tiny().Weights());
-  WriteText(dir + "/config.json", R"({"hidden_size": 16,)");
+  WriteFile(dir + "/config.json", R"({"hidden_size": 16,)");
   ExpectLoadFails(dir, absl::StatusCode::kInvalidArgument, dir + "/config.json",
                   "not well-formed JSON");
 }

@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -17,21 +16,13 @@ namespace kiln::models {
 namespace {
 
 using ::kiln::testing::ReadF32;
+using ::kiln::testing::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A fresh directory under the test temp dir.
 std::string TestDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/kiln_safetensors_" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
+  return ::kiln::testing::FreshTempDir("kiln_safetensors_" + name);
 }
 
 // A file with the given header text (the length prefix computed) and data.
@@ -40,7 +31,7 @@ std::string RawFile(const std::string& name, const std::string& header, const st
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((n >> (8 * i)) & 0xff);
   const std::string path = TestDir(name) + "/model.safetensors";
-  WriteBytes(path, bytes + header + data);
+  WriteFile(path, bytes + header + data);
   return path;
 }
 
@@ -218,25 +209,25 @@ TEST(Safetensors, MissingFile) {
 
 TEST(Safetensors, EmptyFile) {
   const std::string path = TestDir("empty") + "/model.safetensors";
-  WriteBytes(path, "");
+  WriteFile(path, "");
   ExpectOpenFails(path, "8-byte header length");
 }
 
 TEST(Safetensors, FileShorterThanHeaderLength) {
   const std::string path = TestDir("short") + "/model.safetensors";
-  WriteBytes(path, std::string("\x02\x00\x00", 3));
+  WriteFile(path, std::string("\x02\x00\x00", 3));
   ExpectOpenFails(path, "3 bytes");
 }
 
 TEST(Safetensors, HeaderLengthPastTheEnd) {
   const std::string path = TestDir("long_header") + "/model.safetensors";
-  WriteBytes(path, std::string("\xff\x00\x00\x00\x00\x00\x00\x00{}", 10));
+  WriteFile(path, std::string("\xff\x00\x00\x00\x00\x00\x00\x00{}", 10));
   ExpectOpenFails(path, "header length 255 runs past the end");
 }
 
 TEST(Safetensors, HugeHeaderLength) {
   const std::string path = TestDir("huge_header") + "/model.safetensors";
-  WriteBytes(path, std::string("\xff\xff\xff\xff\xff\xff\xff\xff{}", 10));
+  WriteFile(path, std::string("\xff\xff\xff\xff\xff\xff\xff\xff{}", 10));
   ExpectOpenFails(path, "runs past the end");
 }
 
@@ -383,7 +374,7 @@ TEST(Safetensors, CorruptedFilesNeverCrash) {
     }
     if (trial % 5 == 0) mutated.resize(rng() % mutated.size());
     const std::string path = dir + "/mutated.safetensors";
-    WriteBytes(path, mutated);
+    WriteFile(path, mutated);
     absl::StatusOr<SafetensorsFile> file = SafetensorsFile::Open(path);
     if (!file.ok()) {
       EXPECT_THAT(file.status().message(), HasSubstr(path));

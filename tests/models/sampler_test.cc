@@ -1,18 +1,15 @@
 #include "models/sampler.h"
 
 #include <cmath>
-#include <limits>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace kiln::models {
 namespace {
 
+using ::kiln::testing::kInf;
 using ::testing::HasSubstr;
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
 Sampler MakeSampler(float temperature, float top_p, uint64_t seed) {
   Sampler::Options options;

@@ -1,11 +1,9 @@
 // Tests of the creation ops: scalar, full and friends, iota, arange, random.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "ops/ops.h"
-#include "tensor/convert.h"
 #include "tests/test_util.h"
 
 namespace kiln {
@@ -13,38 +11,17 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::AllClose;
+using testing::kAllDTypes;
+using testing::kFloatDTypes;
+using testing::kIntDTypes;
+using testing::ReadAny;
 using testing::ReadF32;
 using testing::ReadI64;
+using testing::RoundTo;
 
-constexpr DType kFloatDTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
-constexpr DType kIntDTypes[] = {DType::kI32, DType::kI64, DType::kU8};
-constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32,
-                                DType::kI64, DType::kU8,  DType::kBool};
-
-// `value` rounded to the floating dtype `dtype` and widened back.
-float RoundTo(DType dtype, float value) {
-  float out = 0;
-  std::vector<char> buf(DTypeSize(dtype));
-  ConvertElements(DType::kF32, &value, dtype, buf.data(), 1);
-  ConvertElements(dtype, buf.data(), DType::kF32, &out, 1);
-  return out;
-}
-
-// Every element as a double, whatever the dtype (bool and integers exactly).
-std::vector<double> ReadAsDouble(const Tensor& t) {
-  std::vector<double> out;
-  if (IsFloating(t.dtype())) {
-    for (float v : ReadF32(t)) out.push_back(v);
-  } else {
-    for (int64_t v : ReadI64(t)) out.push_back(static_cast<double>(v));
-  }
-  return out;
-}
-
+// testing::ExpectInvalidArgument, plus the same error from realize().
 void ExpectInvalidArgument(const Tensor& t, absl::string_view op) {
-  EXPECT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
-  EXPECT_THAT(t.status().message(), HasSubstr(op));
+  testing::ExpectInvalidArgument(t, op);
   // The error also surfaces from realize() and to_host().
   EXPECT_EQ(t.realize().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -73,7 +50,7 @@ TEST(Scalar, IsZeroDimensionalWithTheValueForEveryDType) {
     EXPECT_EQ(s.shape(), Shape());
     EXPECT_EQ(s.dtype(), dtype);
     EXPECT_EQ(s.device(), Device::Cpu());
-    EXPECT_EQ(ReadAsDouble(s), (std::vector<double>{1}));
+    EXPECT_EQ(ReadAny(s), (std::vector<double>{1}));
   }
 }
 
@@ -164,7 +141,7 @@ TEST(Full, FillsTheShapeForEveryDType) {
     ASSERT_TRUE(t.ok()) << t.status();
     EXPECT_EQ(t.shape(), (Shape{2, 3}));
     EXPECT_EQ(t.dtype(), dtype);
-    EXPECT_EQ(ReadAsDouble(t), std::vector<double>(6, 1.0));
+    EXPECT_EQ(ReadAny(t), std::vector<double>(6, 1.0));
   }
   EXPECT_EQ(ReadF32(full({4}, -1.75)), std::vector<float>(4, -1.75f));
   EXPECT_EQ(ReadI64(full({3}, -7, DType::kI32)), std::vector<int64_t>(3, -7));
@@ -213,7 +190,7 @@ TEST(Zeros, AreZeroForEveryDType) {
     ASSERT_TRUE(t.ok()) << t.status();
     EXPECT_EQ(t.dtype(), dtype);
     EXPECT_EQ(t.shape(), (Shape{3, 2}));
-    EXPECT_EQ(ReadAsDouble(t), std::vector<double>(6, 0.0));
+    EXPECT_EQ(ReadAny(t), std::vector<double>(6, 0.0));
   }
 }
 
@@ -223,7 +200,7 @@ TEST(Ones, AreOneForEveryDType) {
     Tensor t = ones({4}, dtype);
     ASSERT_TRUE(t.ok()) << t.status();
     EXPECT_EQ(t.dtype(), dtype);
-    EXPECT_EQ(ReadAsDouble(t), std::vector<double>(4, 1.0));
+    EXPECT_EQ(ReadAny(t), std::vector<double>(4, 1.0));
   }
   EXPECT_EQ(ones({2, 2}).dtype(), DType::kF32);
 }
@@ -238,7 +215,7 @@ TEST(FullLike, CopiesShapeDTypeAndDevice) {
     EXPECT_EQ(t.shape(), like.shape());
     EXPECT_EQ(t.dtype(), dtype);
     EXPECT_EQ(t.device(), like.device());
-    EXPECT_EQ(ReadAsDouble(t), std::vector<double>(6, 7.0));
+    EXPECT_EQ(ReadAny(t), std::vector<double>(6, 7.0));
   }
 }
 

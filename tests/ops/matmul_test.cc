@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "ops/ops.h"
-#include "tensor/convert.h"
 #include "tests/test_util.h"
 
 namespace kiln {
@@ -16,32 +15,12 @@ namespace {
 using ::testing::HasSubstr;
 using testing::F32;
 using testing::I32;
+using testing::kFloatDTypes;
+using testing::MakeFloat;
+using testing::MakeInt;
 using testing::ReadF32;
 using testing::ReadI64;
-
-constexpr DType kFloatDTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
-
-float RoundTo(DType dtype, float value) {
-  float out = 0;
-  std::vector<char> buf(DTypeSize(dtype));
-  ConvertElements(DType::kF32, &value, dtype, buf.data(), 1);
-  ConvertElements(dtype, buf.data(), DType::kF32, &out, 1);
-  return out;
-}
-
-Tensor MakeFloat(DType dtype, const std::vector<float>& values, std::vector<int64_t> sizes) {
-  std::vector<char> buf(values.size() * DTypeSize(dtype));
-  ConvertElements(DType::kF32, values.data(), dtype, buf.data(),
-                  static_cast<int64_t>(values.size()));
-  return Tensor::FromHostBytes(dtype, sizes, buf.data(), buf.size());
-}
-
-Tensor MakeInt(DType dtype, const std::vector<int64_t>& values, std::vector<int64_t> sizes) {
-  std::vector<char> buf(values.size() * DTypeSize(dtype));
-  ConvertElements(DType::kI64, values.data(), dtype, buf.data(),
-                  static_cast<int64_t>(values.size()));
-  return Tensor::FromHostBytes(dtype, sizes, buf.data(), buf.size());
-}
+using testing::RoundTo;
 
 int64_t Count(const std::vector<int64_t>& sizes) {
   int64_t n = 1;
@@ -129,11 +108,8 @@ Reference NaiveMatmul(const std::vector<float>& a, std::vector<int64_t> sa,
   return ::testing::AssertionSuccess();
 }
 
-void ExpectInvalidArgument(const Tensor& t) {
-  EXPECT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
-  EXPECT_THAT(t.status().message(), HasSubstr("matmul"));
-}
+// testing::ExpectInvalidArgument naming matmul.
+void ExpectInvalidArgument(const Tensor& t) { testing::ExpectInvalidArgument(t, "matmul"); }
 
 // ---- hand computations
 

@@ -2,11 +2,9 @@
 // every dtype each op accepts.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "ops/ops.h"
-#include "tensor/convert.h"
 #include "tests/test_util.h"
 
 namespace kiln {
@@ -14,31 +12,16 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::AllClose;
+using testing::kFloatDTypes;
+using testing::kInf;
+using testing::kIntDTypes;
+using testing::kNaN;
+using testing::MakeFloat;
 using testing::ReadF32;
+using testing::RoundTo;
 
 using UnaryFn = Tensor (*)(const Tensor&);
 using RefFn = double (*)(double);
-
-constexpr DType kFloatDTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
-constexpr DType kIntDTypes[] = {DType::kI32, DType::kI64, DType::kU8};
-constexpr float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-float RoundTo(DType dtype, float value) {
-  float out = 0;
-  std::vector<char> buf(DTypeSize(dtype));
-  ConvertElements(DType::kF32, &value, dtype, buf.data(), 1);
-  ConvertElements(dtype, buf.data(), DType::kF32, &out, 1);
-  return out;
-}
-
-// A realized tensor of a floating dtype holding `values` rounded to it.
-Tensor MakeFloat(DType dtype, const std::vector<float>& values, std::vector<int64_t> sizes) {
-  std::vector<char> buf(values.size() * DTypeSize(dtype));
-  ConvertElements(DType::kF32, values.data(), dtype, buf.data(),
-                  static_cast<int64_t>(values.size()));
-  return Tensor::FromHostBytes(dtype, sizes, buf.data(), buf.size());
-}
 
 template <typename T>
 Tensor Make(const std::vector<T>& values) {

@@ -7,17 +7,17 @@
 #include <limits>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace kiln {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
+using testing::Bits;
+using testing::kInf;
+using testing::kNaN;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 constexpr int32_t kI32Min = std::numeric_limits<int32_t>::min();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
@@ -33,18 +33,6 @@ std::vector<ElementOf<To>> Convert(const std::vector<ElementOf<From>>& src) {
   ConvertElements(DTypeOf<From>::value, src.data(), DTypeOf<To>::value, dst.data(),
                   static_cast<int64_t>(src.size()));
   return dst;
-}
-
-std::vector<uint16_t> HalfBits(const std::vector<Half>& v) {
-  std::vector<uint16_t> out;
-  for (Half h : v) out.push_back(h.bits);
-  return out;
-}
-
-std::vector<uint16_t> BFloat16Bits(const std::vector<BFloat16>& v) {
-  std::vector<uint16_t> out;
-  for (BFloat16 h : v) out.push_back(h.bits);
-  return out;
 }
 
 std::vector<Half> Halves(std::initializer_list<float> values) {
@@ -148,15 +136,15 @@ TEST(ConvertElements, BoolToAnyIsZeroOrOne) {
   EXPECT_THAT((Convert<int32_t, bool>(bools)), ElementsAre(0, 1, 1, 0));
   EXPECT_THAT((Convert<int64_t, bool>(bools)), ElementsAre(0, 1, 1, 0));
   EXPECT_THAT((Convert<uint8_t, bool>(bools)), ElementsAre(0, 1, 1, 0));
-  EXPECT_THAT(HalfBits(Convert<Half, bool>(bools)), ElementsAre(0, 0x3c00, 0x3c00, 0));
-  EXPECT_THAT(BFloat16Bits(Convert<BFloat16, bool>(bools)), ElementsAre(0, 0x3f80, 0x3f80, 0));
+  EXPECT_THAT(Bits(Convert<Half, bool>(bools)), ElementsAre(0, 0x3c00, 0x3c00, 0));
+  EXPECT_THAT(Bits(Convert<BFloat16, bool>(bools)), ElementsAre(0, 0x3f80, 0x3f80, 0));
 }
 
 // ---- float -> float
 
 TEST(ConvertElements, F32ToF16Rounds) {
-  EXPECT_THAT(HalfBits(Convert<Half, float>({1.0f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f,
-                                             65520.0f, -65520.0f, 0x1p-25f, -0.0f})),
+  EXPECT_THAT(Bits(Convert<Half, float>({1.0f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f,
+                                         65520.0f, -65520.0f, 0x1p-25f, -0.0f})),
               ElementsAre(0x3c00, 0x3c00, 0x3c02, 0x7bff, 0x7c00, 0xfc00, 0x0000, 0x8000));
   const std::vector<Half> nan = Convert<Half, float>({kNaN});
   EXPECT_TRUE(std::isnan(nan[0].ToFloat()));
@@ -165,7 +153,7 @@ TEST(ConvertElements, F32ToF16Rounds) {
 TEST(ConvertElements, F32ToBF16Rounds) {
   const float tie = std::bit_cast<float>(0x3f808000u);
   const float above = std::bit_cast<float>(0x3f808001u);
-  EXPECT_THAT(BFloat16Bits(Convert<BFloat16, float>({1.0f, tie, above, -0.0f})),
+  EXPECT_THAT(Bits(Convert<BFloat16, float>({1.0f, tie, above, -0.0f})),
               ElementsAre(0x3f80, 0x3f80, 0x3f81, 0x8000));
   const std::vector<BFloat16> nan = Convert<BFloat16, float>({kNaN});
   EXPECT_TRUE(std::isnan(nan[0].ToFloat()));
@@ -182,12 +170,12 @@ TEST(ConvertElements, HalfWidthsToF32AreExact) {
 
 TEST(ConvertElements, F16AndBF16ConvertThroughOneRounding) {
   // f16 65504 -> bf16: between 65280 and 65536, nearer 65536.
-  EXPECT_THAT(BFloat16Bits(Convert<BFloat16, Half>({Half{0x7bff}, Half{0x3c00}, Half{0x0001}})),
+  EXPECT_THAT(Bits(Convert<BFloat16, Half>({Half{0x7bff}, Half{0x3c00}, Half{0x0001}})),
               ElementsAre(0x4780, 0x3f80, 0x3380));
   // bf16 -> f16: overflow to inf, underflow to zero, the smallest subnormal.
   EXPECT_THAT(
-      HalfBits(Convert<Half, BFloat16>({BFloat16::FromFloat(1e38f), BFloat16::FromFloat(0x1p-30f),
-                                        BFloat16::FromFloat(0x1p-24f), BFloat16{0x3f80}})),
+      Bits(Convert<Half, BFloat16>({BFloat16::FromFloat(1e38f), BFloat16::FromFloat(0x1p-30f),
+                                    BFloat16::FromFloat(0x1p-24f), BFloat16{0x3f80}})),
       ElementsAre(0x7c00, 0x0000, 0x0001, 0x3c00));
 }
 
@@ -199,9 +187,9 @@ TEST(ConvertElements, IntToFloatRoundsToNearest) {
               ElementsAre(16777216.0f, 16777220.0f, -16777216.0f, 7.0f, 2147483648.0f));
   EXPECT_THAT((Convert<float, int64_t>({kI64Max, kI64Min})), ElementsAre(0x1p63f, -0x1p63f));
   EXPECT_THAT((Convert<float, uint8_t>({255, 0})), ElementsAre(255.0f, 0.0f));
-  EXPECT_THAT(HalfBits(Convert<Half, int32_t>({65504, 65519, 65520, 70000, -70000, 2049})),
+  EXPECT_THAT(Bits(Convert<Half, int32_t>({65504, 65519, 65520, 70000, -70000, 2049})),
               ElementsAre(0x7bff, 0x7bff, 0x7c00, 0x7c00, 0xfc00, 0x6800));
-  EXPECT_THAT(BFloat16Bits(Convert<BFloat16, uint8_t>({255, 1})), ElementsAre(0x437f, 0x3f80));
+  EXPECT_THAT(Bits(Convert<BFloat16, uint8_t>({255, 1})), ElementsAre(0x437f, 0x3f80));
 }
 
 // One rounding, not two: 2^60 + 2^36 + 1 lies just above the midpoint between
@@ -220,7 +208,7 @@ TEST(ConvertElements, Int64ToF32RoundsOnceToNearest) {
 TEST(ConvertElements, Int32ToBF16RoundsOnceToNearest) {
   const int32_t x = (1 << 24) + (1 << 16) + 1;
   const BFloat16 nearest = BFloat16::FromFloat(0x1p24f + 0x1p17f);
-  EXPECT_THAT(BFloat16Bits(Convert<BFloat16, int32_t>({x})), ElementsAre(nearest.bits));
+  EXPECT_THAT(Bits(Convert<BFloat16, int32_t>({x})), ElementsAre(nearest.bits));
   EXPECT_EQ(nearest.ToFloat(), 0x1p24f + 0x1p17f);
 }
 
@@ -232,7 +220,7 @@ TEST(ConvertElements, SameDTypeCopiesBits) {
   EXPECT_EQ(std::bit_cast<uint32_t>(out[0]), 0x7fc12345u);
   EXPECT_EQ(std::bit_cast<uint32_t>(out[1]), 0x80000000u);
   EXPECT_EQ(out[2], 1.5f);
-  EXPECT_THAT(HalfBits(Convert<Half, Half>({Half{0x7c01}, Half{0x8000}})),
+  EXPECT_THAT(Bits(Convert<Half, Half>({Half{0x7c01}, Half{0x8000}})),
               ElementsAre(0x7c01, 0x8000));
 }
 

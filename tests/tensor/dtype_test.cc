@@ -5,13 +5,12 @@
 #include <string>
 #include <type_traits>
 
-#include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace kiln {
 namespace {
 
-constexpr std::array<DType, 7> kAllDTypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32,
-                                             DType::kI64, DType::kU8,  DType::kBool};
+using testing::kAllDTypes;
 
 static_assert(DTypeOf<float>::value == DType::kF32);
 static_assert(DTypeOf<Half>::value == DType::kF16);

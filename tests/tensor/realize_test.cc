@@ -11,20 +11,13 @@
 namespace kiln {
 namespace {
 
-// The value of an OK StatusOr; fails the test (and returns T{}) otherwise.
-template <typename T>
-T ValueOrFail(absl::StatusOr<T> v) {
-  EXPECT_TRUE(v.ok()) << v.status();
-  return v.ok() ? *std::move(v) : T{};
-}
-
 using ::testing::ElementsAre;
 using testing::F32;
 using ::testing::HasSubstr;
 using testing::I32;
+using testing::Message;
 using testing::ReadF32;
-
-std::string Message(const absl::Status& s) { return std::string(s.message()); }
+using testing::ValueOrFail;
 
 // Installs an executor for one device type for the scope, then puts back
 // whatever was there (possibly none).

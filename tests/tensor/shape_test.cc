@@ -9,15 +9,9 @@
 namespace kiln {
 namespace {
 
-// The value of an OK StatusOr; fails the test (and returns T{}) otherwise.
-template <typename T>
-T ValueOrFail(absl::StatusOr<T> v) {
-  EXPECT_TRUE(v.ok()) << v.status();
-  return v.ok() ? *std::move(v) : T{};
-}
-
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::ValueOrFail;
 
 Hash128 HashOf(const Shape& s) {
   StableHasher h;

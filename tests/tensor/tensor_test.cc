@@ -14,31 +14,14 @@
 namespace kiln {
 namespace {
 
-// The value of an OK StatusOr; fails the test (and returns T{}) otherwise.
-template <typename T>
-T ValueOrFail(absl::StatusOr<T> v) {
-  EXPECT_TRUE(v.ok()) << v.status();
-  return v.ok() ? *std::move(v) : T{};
-}
-
+using testing::Bits;
 using ::testing::ElementsAre;
 using testing::F32;
 using ::testing::HasSubstr;
 using testing::I32;
+using testing::Message;
 using testing::ReadF32;
-
-std::vector<uint16_t> Bits(const std::vector<Half>& v) {
-  std::vector<uint16_t> out;
-  for (Half h : v) out.push_back(h.bits);
-  return out;
-}
-std::vector<uint16_t> Bits(const std::vector<BFloat16>& v) {
-  std::vector<uint16_t> out;
-  for (BFloat16 h : v) out.push_back(h.bits);
-  return out;
-}
-
-std::string Message(const absl::Status& s) { return std::string(s.message()); }
+using testing::ValueOrFail;
 
 // ---- Creating realized tensors
 

@@ -13,17 +13,11 @@
 namespace kiln {
 namespace {
 
-// The value of an OK StatusOr; fails the test (and returns T{}) otherwise.
-template <typename T>
-T ValueOrFail(absl::StatusOr<T> v) {
-  EXPECT_TRUE(v.ok()) << v.status();
-  return v.ok() ? *std::move(v) : T{};
-}
-
 using ::testing::ElementsAre;
 using testing::F32;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::ValueOrFail;
 
 Trace CollectOk(std::initializer_list<Tensor> outputs) {
   std::vector<Tensor> list(outputs);
