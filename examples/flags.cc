@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/flags/flag.h"
+#include "optimizer/cuda_executor.h"
 #include "tensor/executor.h"
 
 ABSL_FLAG(std::string, model, "",
@@ -26,10 +27,11 @@ Device ChooseDevice() {
     std::fprintf(stderr, "kiln: %s; using the CPU\n", device.status().ToString().c_str());
     return Device::Cpu();
   }
-  if (device->type != DeviceType::kCpu && FindExecutor(device->type) == nullptr) {
-    std::fprintf(stderr, "kiln: no %s executor is available in this build or on this "
-                 "machine; running on the CPU\n", device->ToString().c_str());
-    return Device::Cpu();
+  if (device->type == DeviceType::kCuda) {
+    if (absl::Status s = InitCuda(); !s.ok()) {
+      std::fprintf(stderr, "kiln: %s\n", std::string(s.message()).c_str());
+      return Device::Cpu();
+    }
   }
   return *device;
 }

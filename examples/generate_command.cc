@@ -37,7 +37,15 @@ int RunGenerate(const std::vector<std::string>& args) {
       seed >= 0 ? static_cast<uint64_t>(seed)
                 : static_cast<uint64_t>(
                       std::chrono::system_clock::now().time_since_epoch().count());
-  options.device = ChooseDevice();
+  const Device device = ChooseDevice();
+  if (device.type != DeviceType::kCpu) {
+    absl::StatusOr<models::LlamaModel> moved = model->To(device);
+    if (!moved.ok()) {
+      std::fprintf(stderr, "kiln generate: %s\n", moved.status().ToString().c_str());
+      return 1;
+    }
+    *model = *std::move(moved);
+  }
   if (options.steps > model->config().max_seq_len) {
     std::fprintf(stderr, "kiln generate: --steps %d exceeds the model's context; using %d\n",
                  options.steps, model->config().max_seq_len);
@@ -57,7 +65,7 @@ int RunGenerate(const std::vector<std::string>& args) {
                "\nprefill: %d tokens, %.1f tokens/s; decode: %d tokens, %.1f tokens/s (%s)\n",
                stats->prompt_tokens, stats->prefill_tokens_per_second(),
                stats->generated_tokens, stats->decode_tokens_per_second(),
-               options.device.ToString().c_str());
+               device.ToString().c_str());
   return 0;
 }
 

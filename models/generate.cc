@@ -77,7 +77,7 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const Tokenizer&
   }
   Sampler sampler(options.sampling);
   if (absl::Status s = options.sampling.Validate(); !s.ok()) return s;
-  absl::StatusOr<KvCache> cache = model.NewCache(options.device);
+  absl::StatusOr<KvCache> cache = model.NewCache(model.device());
   if (!cache.ok()) return cache.status();
 
   GenerateStats stats;

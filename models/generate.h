@@ -21,7 +21,6 @@ struct GenerateOptions {
   std::string prompt;
   int steps = 256;  // positions in all; at most the model's context
   Sampler::Options sampling;
-  Device device = Device::Cpu();
 };
 
 struct GenerateStats {
@@ -37,8 +36,8 @@ struct GenerateStats {
   double decode_tokens_per_second() const;
 };
 
-// Calls on_text with each piece of text (prompt pieces first) as soon as it is
-// known. InvalidArgument when the prompt alone fills the context or steps is
+// Runs on the model's device (see LlamaModel::To). Calls on_text with each
+// piece of text (prompt pieces first) as soon as it is known. InvalidArgument when the prompt alone fills the context or steps is
 // out of range.
 absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const Tokenizer& tokenizer,
                                        const GenerateOptions& options,

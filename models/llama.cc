@@ -88,6 +88,36 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
   return LlamaModel(std::move(config), std::move(weights), std::move(transposed));
 }
 
+absl::StatusOr<LlamaModel> LlamaModel::To(Device device) const {
+  LlamaWeights moved = weights_;
+  std::vector<Tensor> all;
+  const auto move = [&](Tensor& t) {
+    if (!t.defined()) return;
+    t = to(t, device);
+    all.push_back(t);
+  };
+  move(moved.embedding);
+  move(moved.final_norm);
+  if (config_.tied_embeddings) {
+    moved.classifier = moved.embedding;
+  } else {
+    move(moved.classifier);
+  }
+  for (LlamaLayerWeights& l : moved.layers) {
+    for (Tensor* t : {&l.attention_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate,
+                      &l.w_down, &l.w_up, &l.q_norm, &l.k_norm}) {
+      move(*t);
+    }
+    for (LoraAdapter* a : {&l.lora_q, &l.lora_k, &l.lora_v, &l.lora_o, &l.lora_gate, &l.lora_up,
+                           &l.lora_down}) {
+      move(a->a);
+      move(a->b);
+    }
+  }
+  if (absl::Status s = RealizeAll(all); !s.ok()) return s;
+  return Create(config_, std::move(moved));
+}
+
 absl::StatusOr<KvCache> LlamaModel::NewCache(Device device) const {
   KvCache cache;
   const Shape shape{config_.n_kv_heads, config_.max_seq_len, config_.head_dim()};
@@ -136,8 +166,8 @@ Tensor LlamaModel::Forward(const Tensor& tokens, const Dim& start, KvCache& cach
 
   // One set of RoPE tables serves every layer's queries and keys.
   const RopeTables rope_for_step =
-      rope_tables(seq, start, head, /*rank=*/3, rope_options, c.dtype, tokens.device());
-  Tensor x = index_select(weights_.embedding, 0, tokens);  // [T, dim]
+      rope_tables(seq, start, head, /*rank=*/3, rope_options, c.dtype, device());
+  Tensor x = index_select(weights_.embedding, 0, to(tokens, device()));  // [T, dim]
   for (int l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     const LlamaLayerWeights& wt = transposed_.layers[l];

@@ -29,6 +29,10 @@ class LlamaModel {
   static absl::StatusOr<LlamaModel> Create(LlamaConfig config, LlamaWeights weights);
 
   const LlamaConfig& config() const { return config_; }
+  Device device() const { return weights_.embedding.device(); }
+
+  // The same model with every weight copied to `device` once (realized).
+  absl::StatusOr<LlamaModel> To(Device device) const;
   const LlamaWeights& weights() const { return weights_; }
 
   // A zeroed, realized cache on `device`.

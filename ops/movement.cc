@@ -196,4 +196,10 @@ Tensor slice_update(const Tensor& dst, const Tensor& src, int axis, const Dim& s
                 dst.shape());
 }
 
+Tensor to(const Tensor& x, Device device) {
+  KILN_RETURN_IF_ERROR_TENSOR(CheckInputs("to", {&x}));
+  if (x.device() == device) return x;
+  return ops_internal::RecordOnDevice(OpKind::kToDevice, {x}, x.dtype(), x.shape(), device);
+}
+
 }  // namespace kiln

@@ -40,6 +40,11 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& index);
 // dst's old value; otherwise dst is copied first.
 Tensor slice_update(const Tensor& dst, const Tensor& src, int axis, const Dim& start);
 
+// The same values on `device` (the tensor itself when it is already there).
+// Realizing copies them once; a realized result stays on the device, so
+// weights moved once are used in place by every later trace.
+Tensor to(const Tensor& x, Device device);
+
 }  // namespace kiln
 
 #endif  // KILN_OPS_MOVEMENT_H_

@@ -1,5 +1,7 @@
 // Composite ops, each defined once here in terms of primitives, so the
-// optimizer sees plain algebra it can reorder and fuse.
+// optimizer sees plain algebra it can reorder and fuse. For f16 and bf16
+// inputs, softmax, the norms and attention's scores compute in f32 and round
+// their result once.
 #ifndef KILN_OPS_NN_H_
 #define KILN_OPS_NN_H_
 

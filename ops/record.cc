@@ -61,6 +61,11 @@ Tensor Record(OpKind op, OpAttrs attrs, std::vector<Tensor> inputs, DType dtype,
   return RecordNode(op, std::move(attrs), std::move(inputs), dtype, std::move(shape), device);
 }
 
+Tensor RecordOnDevice(OpKind op, std::vector<Tensor> inputs, DType dtype, Shape shape,
+                      Device device) {
+  return RecordNode(op, NoAttrs{}, std::move(inputs), dtype, std::move(shape), device);
+}
+
 Tensor RecordSource(OpKind op, OpAttrs attrs, DType dtype, Shape shape, Device device) {
   return RecordNode(op, std::move(attrs), {}, dtype, std::move(shape), device);
 }

@@ -23,6 +23,9 @@ absl::Status CheckInputs(absl::string_view op, const std::vector<Tensor>& inputs
 // CheckInputs. `device` defaults to the first input's.
 Tensor Record(OpKind op, OpAttrs attrs, std::vector<Tensor> inputs, DType dtype, Shape shape);
 Tensor RecordSource(OpKind op, OpAttrs attrs, DType dtype, Shape shape, Device device);
+// A node on `device` whose inputs live elsewhere (a transfer).
+Tensor RecordOnDevice(OpKind op, std::vector<Tensor> inputs, DType dtype, Shape shape,
+                      Device device);
 
 // "f32[2,3]" for messages.
 std::string Describe(const Tensor& t);

@@ -30,6 +30,9 @@ class Executor {
   // Copies a value held on this executor's device into dense host memory, in
   // its own dtype.
   virtual absl::Status CopyToHost(const TensorData& data, DType dtype, void* dst) = 0;
+
+  // A dense copy, on this executor's device, of a host value.
+  virtual absl::StatusOr<TensorData> CopyFromHost(const TensorData& host, DType dtype) = 0;
 };
 
 // Installs (or replaces) the executor for a device type.

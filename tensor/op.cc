@@ -17,6 +17,14 @@ absl::string_view OpName(OpKind op) {
   KILN_CHECK(false, "unknown OpKind value");
 }
 
+std::optional<OpKind> ParseOpKind(absl::string_view name) {
+#define KILN_OP_PARSE(e, n) \
+  if (name == #n) return OpKind::k##e;
+  KILN_OPS(KILN_OP_PARSE)
+#undef KILN_OP_PARSE
+  return std::nullopt;
+}
+
 #define KILN_OP_CASE(e, name) case OpKind::k##e:
 
 bool IsUnary(OpKind op) {

@@ -7,6 +7,7 @@
 #define KILN_TENSOR_OP_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <variant>
@@ -78,7 +79,8 @@ namespace kiln {
   X(Contiguous, contiguous)          \
   X(Concat, concat)                  \
   X(IndexSelect, index_select)       \
-  X(SliceUpdate, slice_update)
+  X(SliceUpdate, slice_update)        \
+  X(ToDevice, to_device)
 
 #define KILN_OPS(X)         \
   KILN_OTHER_OPS(X)         \
@@ -94,6 +96,7 @@ enum class OpKind : uint8_t {
 };
 
 absl::string_view OpName(OpKind op);
+std::optional<OpKind> ParseOpKind(absl::string_view name);
 bool IsUnary(OpKind op);
 bool IsArithmetic(OpKind op);
 bool IsComparison(OpKind op);

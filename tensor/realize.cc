@@ -77,6 +77,52 @@ std::shared_ptr<Executor> FindExecutor(DeviceType type) {
   return registry.executors[static_cast<int>(type)];
 }
 
+namespace {
+
+
+absl::Status NoExecutor(Device device) {
+  return absl::UnavailableError(absl::StrCat(
+      "realize: no executor is available for device ", device.ToString(),
+      device.type == DeviceType::kCuda ? " (no usable GPU or CUDA driver was found)" : ""));
+}
+
+// Realizes the source of a transfer on its own device, then copies it over;
+// the transfer node becomes a leaf on its device.
+absl::Status Transfer(Node* node, const Bindings& bindings) {
+  const std::shared_ptr<Node>& source = node->inputs[0];
+  if (absl::Status s = RealizeAll({Tensor(source)}, bindings); !s.ok()) return s;
+  const TensorData& from = source->data;
+  TensorData to;
+  if (node->device.type == DeviceType::kCpu) {
+    std::shared_ptr<Executor> executor = FindExecutor(source->device.type);
+    if (executor == nullptr) return NoExecutor(source->device);
+    absl::StatusOr<TensorData> host = AllocateHostTensor(node->dtype, from.sizes);
+    if (!host.ok()) return host.status();
+    if (absl::Status s = executor->CopyToHost(from, node->dtype, host->storage->data()); !s.ok()) {
+      return s;
+    }
+    to = *std::move(host);
+  } else if (source->device.type == DeviceType::kCpu) {
+    std::shared_ptr<Executor> executor = FindExecutor(node->device.type);
+    if (executor == nullptr) return NoExecutor(node->device);
+    absl::StatusOr<TensorData> device = executor->CopyFromHost(from, node->dtype);
+    if (!device.ok()) return device.status();
+    to = *std::move(device);
+  } else {
+    return absl::UnimplementedError(absl::StrCat("to: copies from ", source->device.ToString(),
+                                                 " to ", node->device.ToString(),
+                                                 " go through the host: use to(to(x, cpu), ...)"));
+  }
+  node->shape = Shape::FromExtents(to.sizes);
+  node->data = std::move(to);
+  node->op = OpKind::kLeaf;
+  node->attrs = NoAttrs{};
+  node->inputs.clear();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status RealizeAll(absl::Span<const Tensor> tensors, const Bindings& bindings) {
   std::vector<Tensor> pending;
   for (const Tensor& t : tensors) {
@@ -87,6 +133,22 @@ absl::Status RealizeAll(absl::Span<const Tensor> tensors, const Bindings& bindin
 
   absl::StatusOr<Trace> trace = Trace::Collect(pending);
   if (!trace.ok()) return trace.status();
+  // Transfers first: each splits the trace at a device boundary.
+  bool transferred = false;
+  for (Node* node : trace->nodes()) {
+    if (node->op != OpKind::kToDevice || node->is_realized()) continue;
+    if (absl::Status s = Transfer(node, bindings); !s.ok()) return s;
+    transferred = true;
+  }
+  if (transferred) {
+    pending.clear();
+    for (const Tensor& t : tensors) {
+      if (!t.is_realized()) pending.push_back(t);
+    }
+    if (pending.empty()) return absl::OkStatus();
+    trace = Trace::Collect(pending);
+    if (!trace.ok()) return trace.status();
+  }
   const Device device = trace->outputs().front()->device;
   for (const Node* node : trace->nodes()) {
     if (!(node->device == device)) {
@@ -100,11 +162,7 @@ absl::Status RealizeAll(absl::Span<const Tensor> tensors, const Bindings& bindin
   if (absl::Status s = CheckShapes(*trace, bindings); !s.ok()) return s;
 
   std::shared_ptr<Executor> executor = FindExecutor(device.type);
-  if (executor == nullptr) {
-    return absl::UnavailableError(absl::StrCat(
-        "realize: no executor is available for device ", device.ToString(),
-        device.type == DeviceType::kCuda ? " (no usable GPU or CUDA driver was found)" : ""));
-  }
+  if (executor == nullptr) return NoExecutor(device);
   absl::StatusOr<std::vector<TensorData>> results = executor->Run(*trace, bindings);
   if (!results.ok()) return results.status();
   if (results->size() != trace->outputs().size()) {

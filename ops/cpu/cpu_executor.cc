@@ -122,6 +122,13 @@ absl::Status CpuExecutor::CopyToHost(const TensorData& data, DType dtype, void* 
   return absl::OkStatus();
 }
 
+absl::StatusOr<TensorData> CpuExecutor::CopyFromHost(const TensorData& host, DType dtype) {
+  absl::StatusOr<TensorData> out = AllocateHostTensor(dtype, host.sizes);
+  if (!out.ok()) return out.status();
+  CopyView(host, *out, DTypeSize(dtype));
+  return out;
+}
+
 void EnsureCpuExecutorRegistered() {
   static const bool registered = [] {
     RegisterExecutor(DeviceType::kCpu, std::make_shared<CpuExecutor>());

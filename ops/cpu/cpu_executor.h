@@ -27,6 +27,7 @@ class CpuExecutor : public Executor {
   absl::StatusOr<std::vector<TensorData>> Run(const Trace& trace,
                                               const Bindings& bindings) override;
   absl::Status CopyToHost(const TensorData& data, DType dtype, void* dst) override;
+  absl::StatusOr<TensorData> CopyFromHost(const TensorData& host, DType dtype) override;
 
   // Not synchronized: profile with one thread realizing.
   const CpuProfile& profile() const { return profile_; }

@@ -56,6 +56,10 @@ class RecordingExecutor : public Executor {
     ++copies;
     return cpu_.CopyToHost(data, dtype, dst);
   }
+  absl::StatusOr<TensorData> CopyFromHost(const TensorData& host, DType dtype) override {
+    ++uploads;
+    return cpu_.CopyFromHost(host, dtype);
+  }
 
   int CountOp(OpKind op) const {
     int n = 0;
@@ -65,6 +69,7 @@ class RecordingExecutor : public Executor {
 
   int runs = 0;
   int copies = 0;
+  int uploads = 0;
   std::vector<int> node_counts;
   std::vector<int> output_counts;
   std::vector<OpKind> last_ops;  // of the last trace run (its nodes may be gone)

@@ -1,0 +1,167 @@
+#include "jit/cuda_context.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "jit/cuda_status.h"
+
+namespace kiln::jit {
+namespace {
+
+// cuMemAlloc/cuMemFree in `primary`. cuMemFree waits for the device, which
+// is what makes freeing a block that queued work may still use safe.
+DeviceMemoryBackend CudaMemoryBackend(std::shared_ptr<PrimaryContext> primary) {
+  DeviceMemoryBackend backend;
+  backend.allocate = [primary](size_t bytes) -> absl::StatusOr<CUdeviceptr> {
+    KILN_JIT_RETURN_IF_ERROR(primary->MakeCurrent());
+    CUdeviceptr ptr = 0;
+    KILN_JIT_RETURN_IF_ERROR(KILN_CU(primary->driver(), cuMemAlloc(&ptr, bytes)));
+    return ptr;
+  };
+  backend.free = [primary](CUdeviceptr ptr) -> absl::Status {
+    KILN_JIT_RETURN_IF_ERROR(primary->MakeCurrent());
+    return KILN_CU(primary->driver(), cuMemFree(ptr));
+  };
+  return backend;
+}
+
+std::string LaunchText(const CudaFunction& function, const LaunchConfig& c) {
+  return absl::StrCat("launch of kernel '", function.name(), "' (grid ", c.grid.x, "x", c.grid.y,
+                      "x", c.grid.z, ", block ", c.block.x, "x", c.block.y, "x", c.block.z, ", ",
+                      c.dynamic_shared_bytes, " bytes of dynamic shared memory)");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaContext>> CudaContext::Create(
+    int ordinal, const LibraryOptions& libraries) {
+  KILN_JIT_ASSIGN_OR_RETURN(const DriverApi* driver, LoadDriver(libraries));
+  KILN_JIT_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(*driver, ordinal));
+  KILN_JIT_ASSIGN_OR_RETURN(std::shared_ptr<PrimaryContext> primary,
+                            PrimaryContext::Retain(*driver, ordinal));
+  KILN_JIT_RETURN_IF_ERROR(primary->MakeCurrent());
+  CUstream stream = nullptr;
+  // Non-blocking: kiln's work must not serialize with other libraries'
+  // work on the legacy default stream.
+  KILN_JIT_RETURN_IF_ERROR(KILN_CU(*driver, cuStreamCreate(&stream, kStreamNonBlocking)));
+  std::shared_ptr<DeviceAllocator> allocator = DeviceAllocator::Create(CudaMemoryBackend(primary));
+  return std::unique_ptr<CudaContext>(
+      new CudaContext(std::move(primary), std::move(info), stream, std::move(allocator)));
+}
+
+absl::StatusOr<CudaContext*> CudaContext::Shared(int ordinal, const LibraryOptions& libraries) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* contexts = new absl::flat_hash_map<int, absl::StatusOr<CudaContext*>>();
+  absl::MutexLock lock(&mu);
+  auto it = contexts->find(ordinal);
+  if (it == contexts->end()) {
+    absl::StatusOr<std::unique_ptr<CudaContext>> created = Create(ordinal, libraries);
+    absl::StatusOr<CudaContext*> entry =
+        created.ok() ? absl::StatusOr<CudaContext*>(created->release()) : created.status();
+    it = contexts->emplace(ordinal, std::move(entry)).first;
+  }
+  return it->second;
+}
+
+CudaContext::~CudaContext() {
+  if (!MakeCurrent().ok()) return;
+  KILN_CU(driver(), cuStreamSynchronize(stream_)).IgnoreError();
+  KILN_CU(driver(), cuStreamDestroy(stream_)).IgnoreError();
+}
+
+absl::StatusOr<std::shared_ptr<Storage>> CudaContext::Allocate(size_t bytes) {
+  return allocator_->AllocateStorage(device(), bytes);
+}
+
+absl::Status CudaContext::CopyHostToDevice(CUdeviceptr dst, const void* src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  return KILN_CU(driver(), cuMemcpyHtoDAsync(dst, src, bytes, stream_));
+}
+
+absl::Status CudaContext::CopyDeviceToHost(void* dst, CUdeviceptr src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  KILN_JIT_RETURN_IF_ERROR(KILN_CU(driver(), cuMemcpyDtoHAsync(dst, src, bytes, stream_)));
+  return KILN_CU(driver(), cuStreamSynchronize(stream_));
+}
+
+absl::Status CudaContext::CopyDeviceToDevice(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  return KILN_CU(driver(), cuMemcpyDtoDAsync(dst, src, bytes, stream_));
+}
+
+absl::Status CudaContext::Memset(CUdeviceptr dst, uint8_t value, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  return KILN_CU(driver(), cuMemsetD8Async(dst, value, bytes, stream_));
+}
+
+absl::Status CudaContext::Synchronize() {
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  return KILN_CU(driver(), cuStreamSynchronize(stream_));
+}
+
+absl::StatusOr<std::unique_ptr<CudaModule>> CudaContext::LoadModule(absl::string_view cubin) {
+  return CudaModule::Load(primary_, cubin);
+}
+
+absl::Status CudaContext::AllowDynamicSharedMemory(CudaFunction& function, unsigned bytes) {
+  if (static_cast<int64_t>(bytes) <= function.dynamic_shared_limit()) return absl::OkStatus();
+  const int64_t available =
+      int64_t{info_.shared_memory_per_block_optin} - function.static_shared_bytes();
+  if (static_cast<int64_t>(bytes) > available) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel '", function.name(), "' asks for ", bytes,
+        " bytes of dynamic shared memory, but ", info_.name, " (cuda:", info_.ordinal,
+        ") allows at most ", available, " per block (its opt-in limit of ",
+        info_.shared_memory_per_block_optin, " bytes less the kernel's ",
+        function.static_shared_bytes(), " bytes of static shared memory)"));
+  }
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  KILN_JIT_RETURN_IF_ERROR(Annotate(
+      KILN_CU(driver(), cuFuncSetAttribute(function.handle(), kFuncAttrMaxDynamicSharedSizeBytes,
+                                           static_cast<int>(bytes))),
+      absl::StrCat("kernel '", function.name(), "'")));
+  // Only ever raised: a racing smaller request must not undo a larger one.
+  int current = function.dynamic_shared_limit_.load(std::memory_order_relaxed);
+  while (current < static_cast<int>(bytes) &&
+         !function.dynamic_shared_limit_.compare_exchange_weak(current, static_cast<int>(bytes))) {
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& config,
+                                 void** args) {
+  const Dim3& g = config.grid;
+  const Dim3& b = config.block;
+  if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(LaunchText(function, config), ": grid and block sizes must be positive"));
+  }
+  const uint64_t threads = uint64_t{b.x} * b.y * b.z;
+  const int max_threads = std::min(info_.max_threads_per_block, function.max_threads_per_block());
+  if (threads > static_cast<uint64_t>(max_threads)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(LaunchText(function, config), ": ", threads,
+                     " threads per block, but the kernel can run at most ", max_threads));
+  }
+  if (static_cast<int64_t>(config.dynamic_shared_bytes) > function.dynamic_shared_limit()) {
+    KILN_JIT_RETURN_IF_ERROR(AllowDynamicSharedMemory(function, config.dynamic_shared_bytes));
+  }
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  absl::Status status =
+      KILN_CU(driver(), cuLaunchKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
+                                       config.dynamic_shared_bytes, stream_, args, nullptr));
+  if (!status.ok()) [[unlikely]] return Annotate(status, LaunchText(function, config));
+  return status;
+}
+
+absl::StatusOr<CudaEvent> CudaContext::CreateEvent() const {
+  return CudaEvent::Create(primary_, stream_);
+}
+
+}  // namespace kiln::jit

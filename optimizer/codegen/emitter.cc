@@ -1,0 +1,314 @@
+#include "optimizer/codegen/emitter.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+
+#include "tensor/check.h"
+#include "tensor/convert.h"
+
+namespace kiln::codegen {
+
+void SymbolTable::Add(const Dim& d) {
+  for (const Dim::Term& t : d.terms()) {
+    if (std::find(symbols_.begin(), symbols_.end(), t.symbol) != symbols_.end()) continue;
+    symbols_.push_back(t.symbol);
+    std::sort(symbols_.begin(), symbols_.end(), [](const SymbolInfo* a, const SymbolInfo* b) {
+      return std::tie(a->name, a->max_value) < std::tie(b->name, b->max_value);
+    });
+  }
+}
+
+int SymbolTable::IndexOf(const SymbolInfo* symbol) const {
+  auto it = std::find(symbols_.begin(), symbols_.end(), symbol);
+  KILN_CHECK(it != symbols_.end(), "symbol missing from the kernel's table");
+  return static_cast<int>(it - symbols_.begin());
+}
+
+namespace {
+
+void AddView(SymbolTable& table, const ugraph::View& view) {
+  table.Add(view.source_shape);
+  table.Add(view.shape);
+  for (const ugraph::ViewStep& s : view.steps) {
+    table.Add(s.shape);
+    for (const auto& r : s.ranges) table.Add(r.start);
+  }
+}
+
+void AddGraph(SymbolTable& table, const ugraph::ThreadGraph& g) {
+  for (const ugraph::ScalarOp& op : g.ops) {
+    table.Add(op.iota.start);
+    for (const Dim& d : op.bounds) table.Add(d);
+  }
+}
+
+}  // namespace
+
+Emitter::Emitter(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel) : graph_(graph) {
+  for (int t : kernel.inputs) slots_.push_back(t);
+  for (int t : kernel.outputs) {
+    if (std::find(slots_.begin(), slots_.end(), t) == slots_.end()) slots_.push_back(t);
+  }
+  const ugraph::BlockGraph& b = kernel.block;
+  for (int t : slots_) symbols_.Add(graph.tensors[t].shape);
+  for (const auto& in : b.inputs) AddView(symbols_, in.view);
+  symbols_.Add(b.iteration_shape);
+  for (const auto& g : b.grid) symbols_.Add(g.extent);
+  symbols_.Add(b.forloop.extent);
+  for (const auto& p : b.phases) AddGraph(symbols_, p.graph);
+  AddGraph(symbols_, b.epilogue);
+  for (const auto& o : b.outputs) symbols_.Add(o.shift);
+}
+
+void Emitter::Line(absl::string_view text) {
+  code_.append(2 * indent_, ' ');
+  absl::StrAppend(&code_, text, "\n");
+}
+
+void Emitter::Open(absl::string_view head) {
+  Line(absl::StrCat(head, " {"));
+  ++indent_;
+}
+
+void Emitter::Close(absl::string_view tail) {
+  --indent_;
+  Line(tail);
+}
+
+std::string Emitter::Fresh(absl::string_view prefix) { return absl::StrCat(prefix, counter_++); }
+
+std::string Emitter::DimExpr(const Dim& d) const {
+  if (d.is_concrete()) return absl::StrCat(d.value(), "LL");
+  std::string out = "(";
+  bool first = true;
+  for (const Dim::Term& t : d.terms()) {
+    const std::string sym = absl::StrCat("p.s[", symbols_.IndexOf(t.symbol), "]");
+    if (!first) absl::StrAppend(&out, t.coeff < 0 ? " - " : " + ");
+    if (first && t.coeff < 0) absl::StrAppend(&out, "-");
+    const int64_t magnitude = t.coeff < 0 ? -t.coeff : t.coeff;
+    absl::StrAppend(&out, magnitude == 1 ? sym : absl::StrCat(magnitude, "LL * ", sym));
+    first = false;
+  }
+  if (d.offset() != 0) {
+    absl::StrAppend(&out, d.offset() < 0 ? " - " : " + ",
+                    d.offset() < 0 ? -d.offset() : d.offset(), "LL");
+  }
+  return out + ")";
+}
+
+std::string Emitter::NumelExpr(const Shape& s) const {
+  if (s.rank() == 0) return "1LL";
+  std::string out;
+  int64_t constant = 1;
+  for (const Dim& d : s) {
+    if (d.is_concrete()) {
+      constant *= d.value();
+    } else {
+      absl::StrAppend(&out, out.empty() ? "" : " * ", DimExpr(d));
+    }
+  }
+  if (out.empty()) return absl::StrCat(constant, "LL");
+  return constant == 1 ? absl::StrCat("(", out, ")") : absl::StrCat("(", constant, "LL * ", out, ")");
+}
+
+int Emitter::Slot(int tensor) const {
+  auto it = std::find(slots_.begin(), slots_.end(), tensor);
+  KILN_CHECK(it != slots_.end(), "tensor missing from the kernel's slots");
+  return static_cast<int>(it - slots_.begin());
+}
+
+std::vector<std::string> Emitter::Strides(int tensor) {
+  auto it = strides_.find(tensor);
+  if (it != strides_.end()) return it->second;
+  const ugraph::DTensor& t = graph_.tensors[tensor];
+  std::vector<std::string> out(t.shape.rank());
+  if (!t.strides.empty()) {
+    for (int k = 0; k < t.shape.rank(); ++k) out[k] = absl::StrCat(t.strides[k], "LL");
+  } else {
+    std::string running = "1LL";
+    for (int k = t.shape.rank() - 1; k >= 0; --k) {
+      const std::string name = absl::StrCat("st", tensor, "_", k);
+      Linef("const i64 ", name, " = ", running, ";");
+      out[k] = name;
+      running = absl::StrCat(name, " * ", DimExpr(t.shape[k]));
+    }
+  }
+  strides_[tensor] = out;
+  return out;
+}
+
+std::vector<std::string> Emitter::Unravel(const std::string& linear, const Shape& shape) {
+  std::vector<std::string> coords(shape.rank());
+  if (shape.rank() == 0) return coords;
+  std::string rest = Fresh("r");
+  Linef("i64 ", rest, " = ", linear, ";");
+  for (int k = shape.rank() - 1; k > 0; --k) {
+    coords[k] = Fresh("c");
+    if (shape[k] == Dim(1)) {
+      Linef("const i64 ", coords[k], " = 0;");
+      continue;
+    }
+    const std::string d = DimExpr(shape[k]);
+    Linef("const i64 ", coords[k], " = ", rest, " % ", d, ";");
+    Linef(rest, " /= ", d, ";");
+  }
+  coords[0] = Fresh("c");
+  Linef("const i64 ", coords[0], " = ", rest, ";");
+  return coords;
+}
+
+std::string Emitter::Linearize(const std::vector<std::string>& coords, const Shape& shape) {
+  if (coords.empty()) return "0LL";
+  std::string out = coords[0];
+  for (int k = 1; k < shape.rank(); ++k) {
+    out = absl::StrCat("(", out, ") * ", DimExpr(shape[k]), " + ", coords[k]);
+  }
+  return out;
+}
+
+std::vector<std::string> Emitter::InvertReshape(const Shape& in, const Shape& out,
+                                                const std::vector<std::string>& coords) {
+  std::vector<std::string> result(in.rank());
+  // Leading and trailing dims that match pass through; the middle is one
+  // group (linearized over `out`, split over `in`), cut further where both
+  // sides are concrete and their running products meet.
+  int lead = 0;
+  while (lead < in.rank() && lead < out.rank() && in[lead] == out[lead]) {
+    result[lead] = coords[lead];
+    ++lead;
+  }
+  int trail = 0;
+  while (trail < in.rank() - lead && trail < out.rank() - lead &&
+         in[in.rank() - 1 - trail] == out[out.rank() - 1 - trail]) {
+    result[in.rank() - 1 - trail] = coords[out.rank() - 1 - trail];
+    ++trail;
+  }
+  const int i_end = in.rank() - trail, j_end = out.rank() - trail;
+  int i = lead, j = lead;
+  while (i < i_end || j < j_end) {
+    if (i < i_end && j < j_end && in[i] == out[j]) {
+      result[i] = coords[j];
+      ++i;
+      ++j;
+      continue;
+    }
+    // A group [i, i2) x [j, j2) of equal (concrete) products; if none can be
+    // found, everything left is one group.
+    int i2 = i_end, j2 = j_end;
+    if (i < i_end && j < j_end && in[i].is_concrete() && out[j].is_concrete()) {
+      int a = i + 1, b = j + 1;
+      int64_t pi = in[i].value(), pj = out[j].value();
+      bool ok = true;
+      while (ok && pi != pj) {
+        if (pi < pj) {
+          ok = a < i_end && in[a].is_concrete();
+          if (ok) pi *= in[a++].value();
+        } else {
+          ok = b < j_end && out[b].is_concrete();
+          if (ok) pj *= out[b++].value();
+        }
+      }
+      if (ok) {
+        i2 = a;
+        j2 = b;
+      }
+    }
+    std::vector<std::string> group_coords(coords.begin() + j, coords.begin() + j2);
+    const Shape group_out(out.dims().subspan(j, j2 - j));
+    const Shape group_in(in.dims().subspan(i, i2 - i));
+    const std::string linear = Linearize(group_coords, group_out);
+    std::vector<std::string> split;
+    if (group_in.rank() == 1) {
+      split = {Fresh("c")};
+      Linef("const i64 ", split[0], " = ", linear, ";");
+    } else {
+      split = Unravel(linear, group_in);
+    }
+    for (int k = 0; k < group_in.rank(); ++k) result[i + k] = split[k];
+    i = i2;
+    j = j2;
+  }
+  return result;
+}
+
+std::vector<std::string> Emitter::Invert(const ugraph::View& view, std::vector<std::string> coords) {
+  for (int s = static_cast<int>(view.steps.size()) - 1; s >= 0; --s) {
+    const ugraph::ViewStep& step = view.steps[s];
+    const Shape& in = s == 0 ? view.source_shape : view.steps[s - 1].shape;
+    std::vector<std::string> next(in.rank());
+    switch (step.kind) {
+      case ugraph::ViewStep::Kind::kPermute:
+        for (size_t i = 0; i < step.perm.size(); ++i) next[step.perm[i]] = coords[i];
+        break;
+      case ugraph::ViewStep::Kind::kSlice:
+        for (int i = 0; i < in.rank(); ++i) {
+          const auto& r = step.ranges[i];
+          if (r.start == Dim(0) && r.step == 1) {
+            next[i] = coords[i];
+            continue;
+          }
+          next[i] = Fresh("c");
+          Linef("const i64 ", next[i], " = ", DimExpr(r.start), " + ", coords[i],
+                r.step == 1 ? "" : absl::StrCat(" * ", r.step, "LL"), ";");
+        }
+        break;
+      case ugraph::ViewStep::Kind::kExpand: {
+        const int lead = step.shape.rank() - in.rank();
+        for (int i = 0; i < in.rank(); ++i) {
+          next[i] = in[i] == Dim(1) ? "0LL" : coords[lead + i];
+        }
+        break;
+      }
+      case ugraph::ViewStep::Kind::kReshape:
+        next = InvertReshape(in, step.shape, coords);
+        break;
+    }
+    coords = std::move(next);
+  }
+  return coords;
+}
+
+std::string Emitter::TensorOffset(int tensor, const std::vector<std::string>& coords) {
+  const std::vector<std::string> st = Strides(tensor);
+  const ugraph::DTensor& t = graph_.tensors[tensor];
+  std::string out;
+  for (int k = 0; k < t.shape.rank(); ++k) {
+    if (t.shape[k] == Dim(1) || st[k] == "0LL" || coords[k] == "0LL") continue;
+    const std::string term = st[k] == "1LL" ? coords[k] : absl::StrCat(coords[k], " * ", st[k]);
+    absl::StrAppend(&out, out.empty() ? "" : " + ", term);
+  }
+  return out.empty() ? "0LL" : out;
+}
+
+std::string Emitter::Offset(const ugraph::View& view, const std::vector<std::string>& coords) {
+  return TensorOffset(view.tensor, Invert(view, coords));
+}
+
+std::string DTypeSuffix(DType dtype) { return std::string(DTypeName(dtype)); }
+
+std::string ComputeType(DType dtype) { return IsFloating(dtype) ? "float" : "i64"; }
+
+std::string Literal(double value, DType dtype) {
+  if (IsFloating(dtype)) {
+    // The value the CPU stores, widened back to f32.
+    char stored[8];
+    float f = 0;
+    ConvertFromDouble(&value, dtype, stored, 1);
+    ConvertElements(dtype, stored, DType::kF32, &f, 1);
+    if (std::isnan(f)) return "__int_as_float(0x7fc00000)";
+    if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), "%af", f);
+    return buffer;
+  }
+  char stored[8];
+  int64_t v = 0;
+  ConvertFromDouble(&value, dtype, stored, 1);
+  ConvertElements(dtype, stored, DType::kI64, &v, 1);
+  if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
+  return absl::StrCat(v, "LL");
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,94 @@
+// Shared machinery of the code generator: a code buffer, size expressions
+// over the kernel's symbols, strides, and view inversion (coordinates of a
+// view -> coordinates and element offset in the tensor it views).
+#ifndef KILN_OPTIMIZER_CODEGEN_EMITTER_H_
+#define KILN_OPTIMIZER_CODEGEN_EMITTER_H_
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "optimizer/ugraph.h"
+
+namespace kiln::codegen {
+
+// The symbols a kernel reads, in a fixed order: kernel argument s[i].
+class SymbolTable {
+ public:
+  void Add(const Dim& d);
+  void Add(const Shape& s) {
+    for (const Dim& d : s) Add(d);
+  }
+  int IndexOf(const SymbolInfo* symbol) const;
+  const std::vector<const SymbolInfo*>& symbols() const { return symbols_; }
+
+ private:
+  std::vector<const SymbolInfo*> symbols_;  // sorted by (name, max)
+};
+
+class Emitter {
+ public:
+  Emitter(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel);
+
+  // Code, one statement per line, at the current indentation.
+  void Line(absl::string_view text);
+  template <typename... Args>
+  void Linef(const Args&... args) {
+    Line(absl::StrCat(args...));
+  }
+  void Open(absl::string_view head);  // "head {" and indent
+  void Close(absl::string_view tail = "}");
+  std::string Fresh(absl::string_view prefix);  // a new variable name
+  const std::string& code() const { return code_; }
+
+  // A C++ expression (type i64) for a size.
+  std::string DimExpr(const Dim& d) const;
+  // Product of dims, as an expression.
+  std::string NumelExpr(const Shape& s) const;
+
+  // Local slot of a DTensor in the kernel's pointer array p.t[].
+  int Slot(int tensor) const;
+  const std::vector<int>& slots() const { return slots_; }
+  const SymbolTable& symbols() const { return symbols_; }
+  // Declares (once) and returns the stride variables of a tensor.
+  std::vector<std::string> Strides(int tensor);
+
+  // Coordinates of the view's source shape for `coords` (of view.shape).
+  std::vector<std::string> Invert(const ugraph::View& view, std::vector<std::string> coords);
+  // Element offset into view.tensor for `coords` (of view.shape).
+  std::string Offset(const ugraph::View& view, const std::vector<std::string>& coords);
+  // Element offset of `coords` in a DTensor (its own shape).
+  std::string TensorOffset(int tensor, const std::vector<std::string>& coords);
+  // Splits a linear index over `shape` into coordinate variables.
+  std::vector<std::string> Unravel(const std::string& linear, const Shape& shape);
+  // Row-major linear index of coordinates over `shape`.
+  std::string Linearize(const std::vector<std::string>& coords, const Shape& shape);
+
+  const ugraph::KernelGraph& graph() const { return graph_; }
+
+ private:
+  std::vector<std::string> InvertReshape(const Shape& in, const Shape& out,
+                                         const std::vector<std::string>& coords);
+
+  const ugraph::KernelGraph& graph_;
+  std::string code_;
+  int indent_ = 1;
+  int counter_ = 0;
+  std::vector<int> slots_;  // DTensor ids by slot
+  SymbolTable symbols_;
+  std::map<int, std::vector<std::string>> strides_;
+};
+
+// Names used in generated code for a dtype: "f32", "f16", ...
+std::string DTypeSuffix(DType dtype);
+// The compute type of a dtype: "float" or "i64".
+std::string ComputeType(DType dtype);
+// A literal of compute type for `value` stored as `dtype` (rounded as the
+// CPU stores it).
+std::string Literal(double value, DType dtype);
+
+}  // namespace kiln::codegen
+
+#endif  // KILN_OPTIMIZER_CODEGEN_EMITTER_H_

@@ -1,0 +1,236 @@
+#include "optimizer/codegen/matmul_gen.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "optimizer/codegen/thread_emitter.h"
+
+namespace kiln::codegen {
+
+using ugraph::BlockGraph;
+
+int ContiguousDim(const ugraph::KernelGraph& graph, const ugraph::View& view) {
+  const ugraph::DTensor& t = graph.tensors[view.tensor];
+  int d = t.shape.rank() - 1;
+  if (!t.strides.empty()) {
+    d = -1;
+    for (int k = t.shape.rank() - 1; k >= 0; --k) {
+      if (t.strides[k] == 1 && !(t.shape[k] == Dim(1))) d = k;
+    }
+  }
+  Shape in = view.source_shape;
+  for (const ugraph::ViewStep& s : view.steps) {
+    if (d < 0) return -1;
+    switch (s.kind) {
+      case ugraph::ViewStep::Kind::kPermute: {
+        auto it = std::find(s.perm.begin(), s.perm.end(), d);
+        d = static_cast<int>(it - s.perm.begin());
+        break;
+      }
+      case ugraph::ViewStep::Kind::kSlice:
+        if (s.ranges[d].step != 1) return -1;
+        break;
+      case ugraph::ViewStep::Kind::kExpand:
+        d += s.shape.rank() - in.rank();
+        break;
+      case ugraph::ViewStep::Kind::kReshape:
+        d = d == in.rank() - 1 ? s.shape.rank() - 1 : -1;
+        break;
+    }
+    in = s.shape;
+  }
+  return d;
+}
+
+namespace {
+
+struct Operands {
+  std::string m, n, k;                  // size expressions
+  std::vector<std::string> batch;       // batch coordinates of the block
+  Shape batch_shape;
+};
+
+// Emits the loops over batch and M tiles; the caller fills in the body.
+Operands OpenTileLoops(Emitter& e, const BlockGraph& b) {
+  Operands o;
+  const Shape& a = b.inputs[0].view.shape;
+  const Shape& bs = b.inputs[1].view.shape;
+  const int r = a.rank();
+  o.batch_shape = Shape(a.dims().subspan(0, r - 2));
+  o.m = e.DimExpr(a[r - 2]);
+  o.k = e.DimExpr(a[r - 1]);
+  o.n = e.DimExpr(bs[r - 1]);
+  e.Linef("const i64 M = ", o.m, ", N = ", o.n, ", K = ", o.k, ";");
+  e.Linef("const i64 batches = ", e.NumelExpr(o.batch_shape), ";");
+  e.Linef("const i64 m_tiles = (M + ", b.tiles.m - 1, ") / ", b.tiles.m, ";");
+  e.Open("for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z)");
+  o.batch = e.Unravel("bz", o.batch_shape);
+  e.Open("for (i64 by = blockIdx.y; by < m_tiles; by += gridDim.y)");
+  e.Linef("const i64 m0 = by * ", b.tiles.m, ", n0 = static_cast<i64>(blockIdx.x) * ", b.tiles.n, ";");
+  return o;
+}
+
+std::vector<std::string> With(std::vector<std::string> batch, const std::string& x, const std::string& y) {
+  batch.push_back(x);
+  batch.push_back(y);
+  return batch;
+}
+
+// Runs the epilogue for the output element (gm, gn) holding `acc`.
+void Epilogue(Emitter& e, const BlockGraph& b, const Operands& o, const std::string& gm,
+              const std::string& gn, const std::string& acc) {
+  e.Open(absl::StrCat("if (", gm, " < M && ", gn, " < N)"));
+  const std::vector<std::string> coords = With(o.batch, gm, gn);
+  ThreadEmitter te(e, b, coords, {acc});
+  const std::vector<std::string> values = te.Emit(b.epilogue);
+  for (const ugraph::OutputSaver& out : b.outputs) {
+    const ugraph::DTensor& t = e.graph().tensors[out.tensor];
+    e.Linef("store_", DTypeSuffix(t.dtype), "(p.t[", e.Slot(out.tensor), "], ",
+            e.TensorOffset(out.tensor, coords), ", ", values[out.value], ");");
+  }
+  e.Close();
+}
+
+// Loads one operand tile into shared memory: element (x, y) of the tile,
+// x over `rows` and y over `cols`, goes to `store(x, y, value)`. `fast_y`
+// chooses which index varies fastest across threads (the one adjacent in
+// memory, for coalescing).
+void LoadTile(Emitter& e, const BlockGraph& b, const Operands& o, int input, int64_t rows,
+              int64_t cols, bool fast_y, const std::string& row0, const std::string& col0,
+              const std::string& row_limit, const std::string& col_limit, bool a_operand,
+              const std::string& value_type, const std::string& loader,
+              const std::function<std::string(const std::string&, const std::string&)>& store) {
+  const ugraph::View& view = b.inputs[input].view;
+  e.Open(absl::StrCat("for (int idx = threadIdx.x; idx < ", rows * cols, "; idx += ", b.threads, ")"));
+  if (fast_y) {
+    e.Linef("const int x = idx / ", cols, ", y = idx % ", cols, ";");
+  } else {
+    e.Linef("const int x = idx % ", rows, ", y = idx / ", rows, ";");
+  }
+  e.Linef("const i64 gx = ", row0, " + x, gy = ", col0, " + y;");
+  e.Linef(value_type, " value = 0;");
+  e.Open(absl::StrCat("if (gx < ", row_limit, " && gy < ", col_limit, ")"));
+  // A is [.., M, K] read at (gx = m, gy = k); B is [.., K, N] read at (gy = k, gx = n).
+  const std::vector<std::string> coords = a_operand ? With(o.batch, "gx", "gy") : With(o.batch, "gy", "gx");
+  e.Linef("value = ", loader, "(p.t[", e.Slot(view.tensor), "], ", e.Offset(view, coords), ");");
+  e.Close();
+  e.Line(store("x", "y"));
+  e.Close();
+}
+
+absl::Status GenerateSimt(Emitter& e, const BlockGraph& b) {
+  const int64_t bm = b.tiles.m, bn = b.tiles.n, bk = b.tiles.k;
+  if (b.threads != 256 || bm % 16 != 0 || bn % 16 != 0) {
+    return absl::UnimplementedError("codegen: SIMT matmul needs 256 threads and 16-multiple tiles");
+  }
+  const ugraph::View& av = b.inputs[0].view;
+  const ugraph::View& bv = b.inputs[1].view;
+  const DType in_dtype = e.graph().tensors[av.tensor].dtype;
+  const bool is_float = IsFloating(in_dtype);
+  const std::string ct = is_float ? "float" : "i64";
+  const int r = av.shape.rank();
+  e.Linef("__shared__ ", ct, " As[", bk, "][", bm + 1, "];");
+  e.Linef("__shared__ ", ct, " Bs[", bk, "][", bn + 1, "];");
+  const Operands o = OpenTileLoops(e, b);
+  const int64_t tm = bm / 16, tn = bn / 16;
+  e.Line("const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;");
+  e.Linef(ct, " acc[", tm, "][", tn, "];");
+  e.Linef("for (int i = 0; i < ", tm, "; ++i) for (int j = 0; j < ", tn, "; ++j) acc[i][j] = 0;");
+  e.Open(absl::StrCat("for (i64 k0 = 0; k0 < K; k0 += ", bk, ")"));
+  const std::string loader = absl::StrCat("load_", DTypeSuffix(in_dtype));
+  // A tile: x = m, y = k. B tile: x = n, y = k.
+  LoadTile(e, b, o, 0, bm, bk, ContiguousDim(e.graph(), av) != r - 2, "m0", "k0", "M", "K", true, ct,
+           loader, [](const std::string& x, const std::string& y) {
+             return absl::StrCat("As[", y, "][", x, "] = value;");
+           });
+  LoadTile(e, b, o, 1, bn, bk, ContiguousDim(e.graph(), bv) == r - 2, "n0", "k0", "N", "K", false, ct,
+           loader, [](const std::string& x, const std::string& y) {
+             return absl::StrCat("Bs[", y, "][", x, "] = value;");
+           });
+  e.Line("__syncthreads();");
+  e.Open(absl::StrCat("for (int kk = 0; kk < ", bk, "; ++kk)"));
+  e.Linef(ct, " a[", tm, "], bv[", tn, "];");
+  e.Linef("for (int i = 0; i < ", tm, "; ++i) a[i] = As[kk][ty + 16 * i];");
+  e.Linef("for (int j = 0; j < ", tn, "; ++j) bv[j] = Bs[kk][tx + 16 * j];");
+  e.Linef("for (int i = 0; i < ", tm, "; ++i) for (int j = 0; j < ", tn, "; ++j) acc[i][j] = ",
+          is_float ? "fmaf(a[i], bv[j], acc[i][j]);" : "op_add(acc[i][j], op_mul(a[i], bv[j]));");
+  e.Close();
+  e.Line("__syncthreads();");
+  e.Close();
+  e.Open(absl::StrCat("for (int i = 0; i < ", tm, "; ++i)"));
+  e.Open(absl::StrCat("for (int j = 0; j < ", tn, "; ++j)"));
+  e.Line("const i64 gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;");
+  Epilogue(e, b, o, "gm", "gn", "acc[i][j]");
+  e.Close();
+  e.Close();
+  e.Close();
+  e.Close();
+  return absl::OkStatus();
+}
+
+absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
+  const int64_t bm = b.tiles.m, bn = b.tiles.n, bk = b.tiles.k;
+  if (b.threads != 128 || bn != 64 || bk % 16 != 0 || (bm != 64 && bm != 16)) {
+    return absl::UnimplementedError("codegen: mma matmul needs 128 threads, 64-wide N tiles and M tiles of 16 or 64");
+  }
+  const ugraph::View& av = b.inputs[0].view;
+  const ugraph::View& bv = b.inputs[1].view;
+  const DType in_dtype = e.graph().tensors[av.tensor].dtype;
+  if (in_dtype != DType::kF16 && in_dtype != DType::kBF16) {
+    return absl::UnimplementedError("codegen: mma matmul needs f16 or bf16 operands");
+  }
+  const int r = av.shape.rank();
+  const int64_t ld = bk + 8;  // padding spreads rows over banks
+  // Warp layout: 2x2 warps of 32x32 for 64-row tiles, 1x4 of 16x16 for 16.
+  const int64_t warps_m = bm == 64 ? 2 : 1, warps_n = 4 / warps_m;
+  const int64_t wm = bm / warps_m, wn = bn / warps_n;
+  const int64_t mt = wm / 16, nt = wn / 8;
+  e.Linef("__shared__ __align__(16) unsigned short As[", bm, "][", ld, "];");
+  e.Linef("__shared__ __align__(16) unsigned short Bs[", bn, "][", ld, "];");
+  const Operands o = OpenTileLoops(e, b);
+  e.Line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  e.Linef("const int wm0 = (warp / ", warps_n, ") * ", wm, ", wn0 = (warp % ", warps_n, ") * ", wn, ";");
+  e.Linef("float acc[", mt, "][", nt, "][4];");
+  e.Linef("for (int i = 0; i < ", mt, "; ++i) for (int j = 0; j < ", nt,
+          "; ++j) for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;");
+  e.Open(absl::StrCat("for (i64 k0 = 0; k0 < K; k0 += ", bk, ")"));
+  const std::string loader = "load_raw16";
+  LoadTile(e, b, o, 0, bm, bk, ContiguousDim(e.graph(), av) != r - 2, "m0", "k0", "M", "K", true,
+           "unsigned short", loader, [](const std::string& x, const std::string& y) {
+             return absl::StrCat("As[", x, "][", y, "] = value;");
+           });
+  LoadTile(e, b, o, 1, bn, bk, ContiguousDim(e.graph(), bv) == r - 2, "n0", "k0", "N", "K", false,
+           "unsigned short", loader, [](const std::string& x, const std::string& y) {
+             return absl::StrCat("Bs[", x, "][", y, "] = value;");
+           });
+  e.Line("__syncthreads();");
+  e.Open(absl::StrCat("for (int ks = 0; ks < ", bk, "; ks += 16)"));
+  e.Linef("unsigned af[", mt, "][4], bf[", nt, "][2];");
+  e.Linef("for (int i = 0; i < ", mt, "; ++i) load_a_fragment(af[i], &As[wm0 + 16 * i][ks], ", ld, ");");
+  e.Linef("for (int j = 0; j < ", nt, "; ++j) load_b_fragment(bf[j], &Bs[wn0 + 8 * j][ks], ", ld, ");");
+  e.Linef("for (int i = 0; i < ", mt, "; ++i) for (int j = 0; j < ", nt, "; ++j) ",
+          in_dtype == DType::kF16 ? "mma_f16" : "mma_bf16", "(acc[i][j], af[i], bf[j]);");
+  e.Close();
+  e.Line("__syncthreads();");
+  e.Close();
+  e.Open(absl::StrCat("for (int i = 0; i < ", mt, "; ++i)"));
+  e.Open(absl::StrCat("for (int j = 0; j < ", nt, "; ++j)"));
+  e.Open("for (int q = 0; q < 4; ++q)");
+  e.Line("const i64 gm = m0 + wm0 + 16 * i + lane / 4 + (q >= 2 ? 8 : 0);");
+  e.Line("const i64 gn = n0 + wn0 + 8 * j + 2 * (lane % 4) + (q & 1);");
+  Epilogue(e, b, o, "gm", "gn", "acc[i][j][q]");
+  e.Close();
+  e.Close();
+  e.Close();
+  e.Close();
+  e.Close();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status GenerateMatmul(Emitter& e, const BlockGraph& b) {
+  return b.tiles.tensor_cores ? GenerateMma(e, b) : GenerateSimt(e, b);
+}
+
+}  // namespace kiln::codegen

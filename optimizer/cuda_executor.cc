@@ -1,0 +1,372 @@
+#include "optimizer/cuda_executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "jit/nvrtc_api.h"
+#include "ops/view_layout.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
+#include "optimizer/lower.h"
+#include "optimizer/ugraph_validate.h"
+
+namespace kiln {
+
+// Everything needed to run traces of one structure.
+struct CudaExecutor::Plan {
+  struct CompiledKernel {
+    codegen::KernelSource source;
+    jit::CudaFunction* function = nullptr;
+  };
+  struct Output {
+    int tensor = -1;
+    std::vector<int> views;  // trace node indices of the view chain, innermost first
+  };
+  ugraph::KernelGraph graph;
+  std::vector<int> tensor_node;  // DTensor id -> index in the trace's nodes
+  std::vector<Output> outputs;
+  std::vector<CompiledKernel> kernels;
+  bool reports_errors = false;
+};
+
+namespace {
+
+uint64_t DevicePointer(const TensorData& data, DType dtype) {
+  return reinterpret_cast<uint64_t>(data.storage->data()) +
+         static_cast<uint64_t>(data.offset) * DTypeSize(dtype);
+}
+
+// slice_update nodes whose destination no one else can observe: the kernel
+// may write into its buffer (the rule the CPU executor follows).
+absl::flat_hash_set<const Node*> InPlaceUpdates(const Trace& trace) {
+  absl::flat_hash_set<const Node*> out;
+  for (const Node* n : trace.nodes()) {
+    if (n->is_realized() || n->op != OpKind::kSliceUpdate) continue;
+    const std::shared_ptr<Node>& dst = n->inputs[0];
+    if (!dst->is_realized()) continue;
+    if (dst.use_count() == 1 && dst->data.storage.use_count() == 1 &&
+        dst->data.storage->writable() && dst->data.is_contiguous()) {
+      out.insert(n);
+    }
+  }
+  return out;
+}
+
+Hash128 PlanKey(const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
+  StableHasher h;
+  h.Add(trace.StructuralHash());
+  for (const Node* n : trace.nodes()) {
+    if (!n->is_realized() && n->op == OpKind::kSliceUpdate) h.Add(in_place.contains(n));
+  }
+  return h.Finish();
+}
+
+int64_t Product(const Extents& e) { return NumElements(e); }
+
+absl::StatusOr<int64_t> LaunchCount(const ugraph::LaunchDim& d, const Bindings& bindings) {
+  absl::StatusOr<Extents> extent = d.extent.Evaluate(bindings);
+  if (!extent.ok()) return extent.status();
+  const int64_t n = Product(*extent);
+  return (n + d.tile - 1) / d.tile;
+}
+
+}  // namespace
+
+CudaExecutor::CudaExecutor(jit::CudaContext& context, std::unique_ptr<jit::KernelCache> kernel_cache,
+                           std::shared_ptr<Storage> error_word)
+    : context_(context),
+      kernel_cache_(std::move(kernel_cache)),
+      modules_(context),
+      error_word_(std::move(error_word)) {}
+
+CudaExecutor::~CudaExecutor() = default;
+
+absl::StatusOr<std::shared_ptr<CudaExecutor>> CudaExecutor::Create(int ordinal) {
+  const jit::LibraryOptions libraries = jit::LibraryOptions::FromEnvironment();
+  absl::StatusOr<jit::CudaContext*> context = jit::CudaContext::Shared(ordinal, libraries);
+  if (!context.ok()) return context.status();
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc(libraries);
+  if (!nvrtc.ok()) return nvrtc.status();
+  std::unique_ptr<jit::KernelCache> cache = jit::KernelCache::WithNvrtc(
+      jit::CacheOptions::FromEnvironment(), **nvrtc, (*context)->info().driver_version);
+  absl::StatusOr<std::shared_ptr<Storage>> error_word = (*context)->Allocate(sizeof(int));
+  if (!error_word.ok()) return error_word.status();
+  if (absl::Status s = (*context)->Memset(reinterpret_cast<uint64_t>((*error_word)->data()), 0,
+                                          sizeof(int));
+      !s.ok()) {
+    return s;
+  }
+  return std::shared_ptr<CudaExecutor>(
+      new CudaExecutor(**context, std::move(cache), *std::move(error_word)));
+}
+
+CudaExecutorStats CudaExecutor::stats() const {
+  absl::MutexLock lock(&mu_);
+  CudaExecutorStats s = stats_;
+  s.kernels_compiled = kernel_cache_->stats().compiles;
+  return s;
+}
+
+absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanFor(const Trace& trace) {
+  const absl::flat_hash_set<const Node*> in_place = InPlaceUpdates(trace);
+  const Hash128 key = PlanKey(trace, in_place);
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.runs;
+    auto it = plans_.find(key);
+    if (it != plans_.end()) {
+      ++stats_.plan_hits;
+      return it->second;
+    }
+  }
+  absl::StatusOr<std::shared_ptr<const Plan>> plan = BuildPlan(trace, in_place);
+  if (!plan.ok()) return plan.status();
+  absl::MutexLock lock(&mu_);
+  ++stats_.plans_built;
+  plans_[key] = *plan;
+  return *plan;
+}
+
+absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPlan(
+    const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
+  lowering::LowerOptions options;
+  options.in_place_updates = in_place;
+  absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(trace, options);
+  if (!lowered.ok()) return lowered.status();
+  const jit::DeviceInfo& info = context_.info();
+  ugraph::DeviceLimits limits;
+  limits.max_threads_per_block = info.max_threads_per_block;
+  limits.max_shared_memory_per_block = info.shared_memory_per_block;
+  if (absl::Status s = ugraph::Validate(lowered->graph, limits); !s.ok()) {
+    return absl::InternalError(absl::StrCat("CUDA executor: the lowering produced an invalid graph: ",
+                                            s.message(), "\n", ugraph::ToText(lowered->graph)));
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->graph = lowered->graph;
+  for (const Node* n : lowered->tensor_nodes) plan->tensor_node.push_back(trace.IndexOf(n));
+  for (const lowering::LoweredTrace::Output& o : lowered->outputs) {
+    Plan::Output out;
+    out.tensor = o.tensor;
+    for (const Node* v : o.views) out.views.push_back(trace.IndexOf(v));
+    plan->outputs.push_back(std::move(out));
+  }
+  jit::CompileOptions compile;
+  compile.arch = info.arch();
+  for (size_t k = 0; k < plan->graph.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source =
+        codegen::GenerateKernel(plan->graph, static_cast<int>(k));
+    if (!source.ok()) return source.status();
+    absl::StatusOr<jit::CachedKernel> cubin =
+        kernel_cache_->GetOrCompile(codegen::AssembleSource(source->source), compile);
+    if (!cubin.ok()) return cubin.status();
+    absl::StatusOr<jit::CudaModule*> module = modules_.GetOrLoad(*cubin);
+    if (!module.ok()) return module.status();
+    absl::StatusOr<jit::CudaFunction*> function = (*module)->GetFunction(codegen::kKernelName);
+    if (!function.ok()) return function.status();
+    plan->reports_errors |= source->reports_errors;
+    plan->kernels.push_back({*std::move(source), *function});
+  }
+  return std::shared_ptr<const Plan>(std::move(plan));
+}
+
+absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
+                                                          const Bindings& bindings) {
+  absl::StatusOr<std::shared_ptr<const Plan>> found = PlanFor(trace);
+  if (!found.ok()) return found.status();
+  const Plan& plan = **found;
+  if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
+
+  // Buffers: leaves as they are, the rest allocated (or aliased) now.
+  const std::vector<Node*>& nodes = trace.nodes();
+  std::vector<TensorData> buffers(plan.graph.tensors.size());
+  for (const ugraph::DTensor& t : plan.graph.tensors) {
+    const Node* node = nodes[plan.tensor_node[t.id]];
+    if (t.role == ugraph::TensorRole::kInput) {
+      if (!node->is_realized() || node->data.storage->device().type != DeviceType::kCuda) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "CUDA executor: input ", node->shape.ToString(), " is not on the GPU; use to()"));
+      }
+      buffers[t.id] = node->data;
+      continue;
+    }
+    absl::StatusOr<Extents> sizes = t.shape.Evaluate(bindings);
+    if (!sizes.ok()) return sizes.status();
+    TensorData data;
+    if (t.aliases >= 0) {
+      data = buffers[t.aliases];
+    } else {
+      const size_t bytes = std::max<size_t>(1, Product(*sizes) * DTypeSize(t.dtype));
+      absl::StatusOr<std::shared_ptr<Storage>> storage = context_.Allocate(bytes);
+      if (!storage.ok()) return storage.status();
+      data.storage = *std::move(storage);
+      if (poison_buffers_) {
+        if (absl::Status s = context_.Memset(reinterpret_cast<uint64_t>(data.storage->data()), 0xff, bytes);
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+    data.sizes = *sizes;
+    data.strides = ContiguousStrides(*sizes);
+    buffers[t.id] = std::move(data);
+  }
+
+  const uint64_t error_word = reinterpret_cast<uint64_t>(error_word_->data());
+  int64_t launches = 0;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    const Plan::CompiledKernel& kernel = plan.kernels[k];
+    const ugraph::BlockGraph& block = plan.graph.kernels[k].block;
+    // Slice updates check their bounds here, where the start is known.
+    for (const ugraph::OutputSaver& o : block.outputs) {
+      if (o.shift_axis < 0) continue;
+      absl::StatusOr<int64_t> start = o.shift.Evaluate(bindings);
+      if (!start.ok()) return start.status();
+      absl::StatusOr<Extents> block_sizes = block.iteration_shape.Evaluate(bindings);
+      if (!block_sizes.ok()) return block_sizes.status();
+      const int64_t size = buffers[o.tensor].sizes[o.shift_axis];
+      const int64_t length = (*block_sizes)[o.shift_axis];
+      if (*start < 0 || *start + length > size) {
+        return absl::OutOfRangeError(absl::StrCat("slice_update: block [", *start, ", ",
+                                                  *start + length, ") is outside axis ",
+                                                  o.shift_axis, " of size ", size));
+      }
+    }
+    jit::LaunchConfig config;
+    config.block.x = static_cast<unsigned>(kernel.source.threads);
+    int64_t grid[3];
+    bool empty = false;
+    for (int g = 0; g < 3; ++g) {
+      absl::StatusOr<int64_t> count = LaunchCount(block.grid[g], bindings);
+      if (!count.ok()) return count.status();
+      grid[g] = *count;
+      empty |= grid[g] == 0;
+    }
+    if (block.kind == ugraph::BlockKind::kPointwise) {
+      absl::StatusOr<Extents> space = block.iteration_shape.Evaluate(bindings);
+      if (!space.ok()) return space.status();
+      empty = Product(*space) == 0;
+    }
+    if (empty) continue;
+    config.grid.x = static_cast<unsigned>(std::min<int64_t>(grid[0], 0x7fffffff));
+    config.grid.y = static_cast<unsigned>(std::min<int64_t>(grid[1], 65535));
+    config.grid.z = static_cast<unsigned>(std::min<int64_t>(grid[2], 65535));
+    // The kernel's one parameter: { char* t[]; long long s[]; int* err; }.
+    std::vector<uint64_t> params;
+    for (int t : kernel.source.slots) {
+      params.push_back(DevicePointer(buffers[t], plan.graph.tensors[t].dtype));
+    }
+    if (kernel.source.slots.empty()) params.push_back(0);
+    for (const SymbolInfo* symbol : kernel.source.symbols) {
+      params.push_back(static_cast<uint64_t>(bindings.Find(symbol).value_or(0)));
+    }
+    if (kernel.source.symbols.empty()) params.push_back(0);
+    params.push_back(error_word);
+    void* args[] = {params.data()};
+    if (absl::Status s = context_.Launch(*kernel.function, config, args); !s.ok()) return s;
+    ++launches;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.launches += launches;
+  }
+  if (plan.reports_errors) {
+    int code = 0;
+    if (absl::Status s = context_.CopyDeviceToHost(&code, error_word, sizeof(int)); !s.ok()) return s;
+    if (code != 0) {
+      if (absl::Status s = context_.Memset(error_word, 0, sizeof(int)); !s.ok()) return s;
+      return code == 1 ? absl::OutOfRangeError("index_select: an index is out of range (on the GPU)")
+                       : absl::InvalidArgumentError("div: integer division by zero (on the GPU)");
+    }
+  }
+
+  std::vector<TensorData> results;
+  for (const Plan::Output& o : plan.outputs) {
+    TensorData data = buffers[o.tensor];
+    for (int v : o.views) {
+      const Node& view = *nodes[v];
+      absl::StatusOr<Extents> sizes = view.shape.Evaluate(bindings);
+      if (!sizes.ok()) return sizes.status();
+      absl::StatusOr<std::optional<TensorData>> next = ViewLayout(view, data, *sizes, bindings);
+      if (!next.ok()) return next.status();
+      if (!next->has_value()) {
+        return absl::InternalError("CUDA executor: a view output needs a copy the plan lacks");
+      }
+      data = **next;
+    }
+    results.push_back(std::move(data));
+  }
+  return results;
+}
+
+absl::Status CudaExecutor::CopyToHost(const TensorData& data, DType dtype, void* dst) {
+  if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
+  const size_t element = DTypeSize(dtype);
+  const int64_t n = data.num_elements();
+  if (n == 0) return absl::OkStatus();
+  if (data.is_contiguous()) {
+    return context_.CopyDeviceToHost(dst, DevicePointer(data, dtype), n * element);
+  }
+  // A strided view: fetch the span it touches, then gather on the host.
+  int64_t last = 0;
+  for (size_t i = 0; i < data.sizes.size(); ++i) last += (data.sizes[i] - 1) * data.strides[i];
+  std::vector<char> span(static_cast<size_t>(last + 1) * element);
+  if (absl::Status s = context_.CopyDeviceToHost(span.data(), DevicePointer(data, dtype), span.size());
+      !s.ok()) {
+    return s;
+  }
+  CopyStrided(element, data.sizes, span.data(), data.strides, dst, ContiguousStrides(data.sizes));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorData> CudaExecutor::CopyFromHost(const TensorData& host, DType dtype) {
+  if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
+  const size_t bytes = static_cast<size_t>(host.num_elements()) * DTypeSize(dtype);
+  std::vector<char> dense(bytes);
+  if (bytes > 0) CopyStridedToDense(host, DTypeSize(dtype), dense.data());
+  absl::StatusOr<std::shared_ptr<Storage>> storage = context_.Allocate(std::max<size_t>(1, bytes));
+  if (!storage.ok()) return storage.status();
+  if (bytes > 0) {
+    if (absl::Status s = context_.CopyHostToDevice(reinterpret_cast<uint64_t>((*storage)->data()),
+                                                   dense.data(), bytes);
+        !s.ok()) {
+      return s;
+    }
+  }
+  TensorData out;
+  out.storage = *std::move(storage);
+  out.sizes = host.sizes;
+  out.strides = ContiguousStrides(host.sizes);
+  return out;
+}
+
+namespace {
+
+struct CudaRegistration {
+  absl::Status status;
+  std::shared_ptr<CudaExecutor> executor;
+};
+
+CudaRegistration& Registration() {
+  static CudaRegistration* registration = [] {
+    auto* r = new CudaRegistration();
+    absl::StatusOr<std::shared_ptr<CudaExecutor>> executor = CudaExecutor::Create(0);
+    if (executor.ok()) {
+      r->executor = *executor;
+      RegisterExecutor(DeviceType::kCuda, r->executor);
+    } else {
+      r->status = executor.status();
+    }
+    return r;
+  }();
+  return *registration;
+}
+
+}  // namespace
+
+absl::Status InitCuda() { return Registration().status; }
+
+std::shared_ptr<CudaExecutor> GetCudaExecutor() { return Registration().executor; }
+
+}  // namespace kiln

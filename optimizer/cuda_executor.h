@@ -1,0 +1,77 @@
+// The CUDA executor: realizes traces on the GPU. A trace is cut into groups
+// and lowered to a uGraph by the default rules, each kernel is generated,
+// compiled with NVRTC (through the kernel cache) and loaded once per trace
+// structure; every later trace with the same structural hash launches the
+// same kernels with new pointers and symbol values.
+#ifndef KILN_OPTIMIZER_CUDA_EXECUTOR_H_
+#define KILN_OPTIMIZER_CUDA_EXECUTOR_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "jit/cuda_context.h"
+#include "jit/kernel_cache.h"
+#include "jit/module_cache.h"
+#include "tensor/executor.h"
+
+namespace kiln {
+
+struct CudaExecutorStats {
+  int64_t runs = 0;
+  int64_t plans_built = 0;    // traces lowered, generated and compiled
+  int64_t plan_hits = 0;      // traces that reused a plan
+  int64_t kernels_compiled = 0;  // NVRTC compiles (not served by the kernel cache)
+  int64_t launches = 0;
+};
+
+class CudaExecutor : public Executor {
+ public:
+  struct Plan;
+
+  // Opens the device (driver and NVRTC through dlopen). Unavailable, with the
+  // reason, when there is no usable GPU.
+  static absl::StatusOr<std::shared_ptr<CudaExecutor>> Create(int ordinal = 0);
+  ~CudaExecutor() override;
+
+  absl::StatusOr<std::vector<TensorData>> Run(const Trace& trace, const Bindings& bindings) override;
+  absl::Status CopyToHost(const TensorData& data, DType dtype, void* dst) override;
+  absl::StatusOr<TensorData> CopyFromHost(const TensorData& host, DType dtype) override;
+
+  jit::CudaContext& context() { return context_; }
+  // Fill every buffer the executor allocates with 0xff bytes (NaN, -1) before
+  // kernels run, so that tests see any element a kernel fails to write.
+  void set_poison_buffers(bool poison) { poison_buffers_ = poison; }
+  CudaExecutorStats stats() const;
+  const jit::KernelCache& kernel_cache() const { return *kernel_cache_; }
+
+ private:
+  CudaExecutor(jit::CudaContext& context, std::unique_ptr<jit::KernelCache> kernel_cache,
+               std::shared_ptr<Storage> error_word);
+  absl::StatusOr<std::shared_ptr<const Plan>> PlanFor(const Trace& trace);
+  absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const Trace& trace,
+                                                        const absl::flat_hash_set<const Node*>& in_place);
+
+  jit::CudaContext& context_;
+  std::unique_ptr<jit::KernelCache> kernel_cache_;
+  jit::ModuleCache modules_;
+  std::shared_ptr<Storage> error_word_;  // kernels report errors here
+  bool poison_buffers_ = false;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<Hash128, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
+  CudaExecutorStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// Registers a CudaExecutor for DeviceType::kCuda (once per process; later
+// calls return the first outcome). Unavailable when no GPU can be used: kiln
+// then keeps running on the CPU.
+absl::Status InitCuda();
+// The registered executor, or nullptr.
+std::shared_ptr<CudaExecutor> GetCudaExecutor();
+
+}  // namespace kiln
+
+#endif  // KILN_OPTIMIZER_CUDA_EXECUTOR_H_

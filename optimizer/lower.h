@@ -1,0 +1,39 @@
+// The default lowering: a trace, cut into groups by the partitioner, becomes
+// a uGraph whose kernels the code generator can emit.
+#ifndef KILN_OPTIMIZER_LOWER_H_
+#define KILN_OPTIMIZER_LOWER_H_
+
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "optimizer/ugraph.h"
+#include "tensor/trace.h"
+
+namespace kiln::lowering {
+
+struct LowerOptions {
+  // slice_update nodes that may write into their destination's buffer.
+  absl::flat_hash_set<const Node*> in_place_updates;
+};
+
+struct LoweredTrace {
+  ugraph::KernelGraph graph;
+  // The trace node whose value each DTensor holds (by DTensor id).
+  std::vector<const Node*> tensor_nodes;
+  // For each trace output: the DTensor it is, or is a view of (the view
+  // nodes from that tensor's node up to the output, outermost last).
+  struct Output {
+    int tensor = -1;
+    std::vector<const Node*> views;
+  };
+  std::vector<Output> outputs;
+};
+
+// Fusions the lowering cannot express are split (the node involved gets a
+// buffer) and the partition retried, so any valid trace lowers.
+absl::StatusOr<LoweredTrace> LowerTrace(const Trace& trace, const LowerOptions& options = {});
+
+}  // namespace kiln::lowering
+
+#endif  // KILN_OPTIMIZER_LOWER_H_

@@ -1,0 +1,344 @@
+#include "optimizer/partition.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace kiln::lowering {
+namespace {
+
+bool IsSource(OpKind op) {
+  return op == OpKind::kConstant || op == OpKind::kIota || op == OpKind::kRandom;
+}
+
+// The keepdim shape of a row group's reductions: reduced axes of size 1.
+Shape RowShape(const Group& g) {
+  Shape s = g.space;
+  for (int a : g.reduced_axes) s[a] = Dim(1);
+  return s;
+}
+
+class Partitioner {
+ public:
+  Partitioner(const Trace& trace, const PartitionOptions& options)
+      : trace_(trace), options_(options) {
+    for (const Node* n : trace.nodes()) {
+      if (n->is_realized()) continue;
+      for (const auto& in : n->inputs) consumers_[in.get()].push_back(n);
+    }
+    for (const Node* n : trace.outputs()) outputs_.insert(n);
+  }
+
+  Partition Run() {
+    for (const Node* n : trace_.nodes()) {
+      if (n->is_realized() || IsView(n->op)) continue;
+      if (IsSource(n->op)) {
+        if (outputs_.contains(n) || options_.force_materialize.contains(n)) NewGroup(GroupKind::kPointwise, n, n->shape);
+        continue;
+      }
+      Place(n);
+    }
+    Materialize();
+    return std::move(result_);
+  }
+
+ private:
+  int NewGroup(GroupKind kind, const Node* anchor, const Shape& space) {
+    Group g;
+    g.kind = kind;
+    g.anchor = anchor;
+    g.space = space;
+    g.members.push_back(anchor);
+    result_.groups.push_back(std::move(g));
+    const int id = static_cast<int>(result_.groups.size()) - 1;
+    result_.group_of[anchor] = id;
+    return id;
+  }
+
+  void Join(int group, const Node* n) {
+    result_.groups[group].members.push_back(n);
+    result_.group_of[n] = group;
+  }
+
+  // The group of a directly read, computed, unforced input; -1 otherwise.
+  int GroupOfDirect(const Node* in) const {
+    if (in->is_realized() || IsView(in->op) || options_.force_materialize.contains(in)) return -1;
+    auto it = result_.group_of.find(in);
+    return it == result_.group_of.end() ? -1 : it->second;
+  }
+
+  void Place(const Node* n) {
+    if (n->op == OpKind::kMatmul) {
+      NeedBuffer(n->inputs[0].get());
+      NeedBuffer(n->inputs[1].get());
+      NewGroup(GroupKind::kMatmul, n, n->shape);
+      return;
+    }
+    if (n->op == OpKind::kSliceUpdate && options_.in_place_updates.contains(n)) {
+      NeedBuffer(n->inputs[0].get());
+      NeedBuffer(n->inputs[1].get());
+      NewGroup(GroupKind::kInPlaceUpdate, n, n->inputs[1]->shape);
+      return;
+    }
+    if (IsReduce(n->op)) {
+      PlaceReduction(n);
+      return;
+    }
+    // Pointwise: data sources of gathers, concats and updates need buffers.
+    if (n->op == OpKind::kIndexSelect) NeedBuffer(n->inputs[0].get());
+    if (n->op == OpKind::kConcat || n->op == OpKind::kSliceUpdate) {
+      for (const auto& in : n->inputs) NeedBuffer(in.get());
+    }
+    for (const auto& in : n->inputs) {
+      if (n->op == OpKind::kIndexSelect && in == n->inputs[0]) continue;
+      if (n->op == OpKind::kConcat || n->op == OpKind::kSliceUpdate) break;
+      const int g = GroupOfDirect(in.get());
+      if (g >= 0 && Accepts(result_.groups[g], n) && !WouldCycle(g, n)) {
+        Join(g, n);
+        return;
+      }
+    }
+    NewGroup(GroupKind::kPointwise, n, n->shape);
+  }
+
+  // The groups `n` reads, looking through views and inlined sources.
+  std::vector<int> GroupsRead(const Node* n) const {
+    std::vector<int> out;
+    std::vector<const Node*> stack;
+    for (const auto& in : n->inputs) stack.push_back(in.get());
+    while (!stack.empty()) {
+      const Node* m = stack.back();
+      stack.pop_back();
+      if (m->is_realized()) continue;
+      auto it = result_.group_of.find(m);
+      if (it != result_.group_of.end()) {
+        out.push_back(it->second);
+        continue;
+      }
+      for (const auto& in : m->inputs) stack.push_back(in.get());
+    }
+    return out;
+  }
+
+  // Whether group `from` reads (transitively) anything of group `to`.
+  bool DependsOn(int from, int to) const {
+    std::vector<int> stack = {from};
+    absl::flat_hash_set<int> seen;
+    while (!stack.empty()) {
+      const int g = stack.back();
+      stack.pop_back();
+      if (!seen.insert(g).second) continue;
+      for (const Node* m : result_.groups[g].members) {
+        for (int h : GroupsRead(m)) {
+          if (h == g) continue;
+          if (h == to) return true;
+          stack.push_back(h);
+        }
+      }
+    }
+    return false;
+  }
+
+  // Joining `n` to `g` must not make g both precede and follow another group.
+  bool WouldCycle(int g, const Node* n) const {
+    for (int h : GroupsRead(n)) {
+      if (h != g && DependsOn(h, g)) return true;
+    }
+    return false;
+  }
+
+  bool Accepts(const Group& g, const Node* n) const {
+    // Bounded groups keep generated kernels (and their compile time) small.
+    constexpr size_t kMaxMembers = 128;
+    if (g.members.size() >= kMaxMembers) return false;
+    switch (g.kind) {
+      case GroupKind::kPointwise:
+        return n->shape == g.space;
+      case GroupKind::kRowReduce:
+        // Element-level consumers and row-level (keepdim) arithmetic; data
+        // movement stays out of row kernels.
+        return IsElementwise(n->op) && (n->shape == g.space || n->shape == RowShape(g));
+      case GroupKind::kMatmul:
+        return IsElementwise(n->op) && n->shape == g.space;
+      case GroupKind::kInPlaceUpdate:
+        return false;
+    }
+    return false;
+  }
+
+  void PlaceReduction(const Node* r) {
+    const Node* in = r->inputs[0].get();
+    const auto& attrs = std::get<ReduceAttrs>(r->attrs);
+    std::vector<int> axes(attrs.axes.begin(), attrs.axes.end());
+    const int g = GroupOfDirect(in);
+    if (g >= 0 && attrs.keepdim) {
+      Group& group = result_.groups[g];
+      if (group.kind == GroupKind::kRowReduce && group.space == in->shape &&
+          group.reduced_axes == axes && !WouldCycle(g, r)) {
+        Join(g, r);
+        return;
+      }
+      // A pointwise group over the reduced input becomes this row kernel.
+      if (group.kind == GroupKind::kPointwise && group.space == in->shape &&
+          IsElementwise(group.anchor->op) && !WouldCycle(g, r)) {
+        bool plain = true;
+        for (const Node* m : group.members) plain &= IsElementwise(m->op);
+        if (plain) {
+          group.kind = GroupKind::kRowReduce;
+          group.reduced_axes = axes;
+          group.anchor = r;
+          Join(g, r);
+          return;
+        }
+      }
+    }
+    const int id = NewGroup(GroupKind::kRowReduce, r, in->shape);
+    result_.groups[id].reduced_axes = axes;
+    if (!attrs.keepdim) {
+      // Consumers only fuse with keepdim reductions; this one is read from a
+      // buffer (its group still computes it).
+      result_.materialized.insert(r);
+    }
+  }
+
+  void NeedBuffer(const Node* n) {
+    const Node* base = ThroughViews(n);
+    if (!base->is_realized()) need_buffer_.insert(base);
+  }
+
+  // Consumers of `n`, following views; `direct` is false for reads through views.
+  void ForEachUse(const Node* n, const std::function<void(const Node*, bool)>& visit) const {
+    std::vector<std::pair<const Node*, bool>> stack = {{n, true}};
+    while (!stack.empty()) {
+      auto [m, direct] = stack.back();
+      stack.pop_back();
+      auto it = consumers_.find(m);
+      if (it == consumers_.end()) continue;
+      for (const Node* c : it->second) {
+        if (IsView(c->op)) {
+          if (outputs_.contains(c)) visit(c, false);
+          stack.push_back({c, false});
+        } else {
+          visit(c, direct);
+        }
+      }
+    }
+  }
+
+  void Materialize() {
+    for (const Node* n : need_buffer_) {
+      result_.materialized.insert(n);
+      if (!result_.group_of.contains(n)) NewGroup(GroupKind::kPointwise, n, n->shape);
+    }
+    for (const Node* n : options_.force_materialize) {
+      if (n->is_realized() || IsView(n->op)) continue;
+      result_.materialized.insert(n);
+      if (!result_.group_of.contains(n)) NewGroup(GroupKind::kPointwise, n, n->shape);
+    }
+    for (const auto& [n, g] : result_.group_of) {
+      if (outputs_.contains(n)) {
+        result_.materialized.insert(n);
+        continue;
+      }
+      bool external = false;
+      ForEachUse(n, [&](const Node* c, bool) {
+        auto it = result_.group_of.find(c);
+        if (IsView(c->op) || it == result_.group_of.end() || it->second != g) external = true;
+      });
+      if (external) result_.materialized.insert(n);
+    }
+    // A view output is a view of its base's buffer, unless it reshapes (a
+    // reshape is not always expressible as strides): then it is copied.
+    for (const Node* out : trace_.outputs()) {
+      if (out->is_realized() || !IsView(out->op)) continue;
+      if (ChainHasReshape(out)) {
+        result_.materialized.insert(out);
+        NewGroup(GroupKind::kPointwise, out, out->shape);
+        continue;
+      }
+      const Node* base = ThroughViews(out);
+      if (base->is_realized()) continue;
+      result_.materialized.insert(base);
+      if (!result_.group_of.contains(base)) NewGroup(GroupKind::kPointwise, base, base->shape);
+    }
+    OrderGroups();
+  }
+
+  // Groups in dependency order: a group runs after the groups whose
+  // materialized nodes it reads.
+  void OrderGroups() {
+    const int n = static_cast<int>(result_.groups.size());
+    std::vector<int> first(n, INT32_MAX);
+    for (int g = 0; g < n; ++g) {
+      for (const Node* m : result_.groups[g].members) first[g] = std::min(first[g], trace_.IndexOf(m));
+    }
+    std::vector<std::vector<int>> after(n);  // after[g]: groups that must precede g
+    for (int g = 0; g < n; ++g) {
+      for (const Node* m : result_.groups[g].members) {
+        std::vector<const Node*> stack(1, m);
+        absl::flat_hash_set<const Node*> seen;
+        while (!stack.empty()) {
+          const Node* x = stack.back();
+          stack.pop_back();
+          for (const auto& in : x->inputs) {
+            const Node* i = in.get();
+            if (!seen.insert(i).second || i->is_realized()) continue;
+            auto it = result_.group_of.find(i);
+            if (it != result_.group_of.end() && it->second != g && result_.materialized.contains(i)) {
+              after[g].push_back(it->second);
+              continue;
+            }
+            stack.push_back(i);  // views, sources and inlined values
+          }
+        }
+      }
+    }
+    std::vector<int> order;
+    std::vector<int> state(n, 0);
+    std::vector<int> by_first(n);
+    for (int g = 0; g < n; ++g) by_first[g] = g;
+    std::sort(by_first.begin(), by_first.end(), [&](int a, int b) { return first[a] < first[b]; });
+    std::function<void(int)> visit = [&](int g) {
+      if (state[g] != 0) return;
+      state[g] = 1;
+      for (int d : after[g]) visit(d);
+      state[g] = 2;
+      order.push_back(g);
+    };
+    for (int g : by_first) visit(g);
+    std::vector<Group> groups;
+    std::vector<int> new_id(n);
+    for (int g : order) {
+      new_id[g] = static_cast<int>(groups.size());
+      groups.push_back(std::move(result_.groups[g]));
+    }
+    result_.groups = std::move(groups);
+    for (auto& [node, g] : result_.group_of) g = new_id[g];
+  }
+
+  const Trace& trace_;
+  const PartitionOptions& options_;
+  absl::flat_hash_map<const Node*, std::vector<const Node*>> consumers_;
+  absl::flat_hash_set<const Node*> outputs_;
+  absl::flat_hash_set<const Node*> need_buffer_;
+  Partition result_;
+};
+
+}  // namespace
+
+bool ChainHasReshape(const Node* node) {
+  for (; !node->is_realized() && IsView(node->op); node = node->inputs[0].get()) {
+    if (node->op == OpKind::kReshape) return true;
+  }
+  return false;
+}
+
+const Node* ThroughViews(const Node* node) {
+  while (!node->is_realized() && IsView(node->op)) node = node->inputs[0].get();
+  return node;
+}
+
+Partition PartitionTrace(const Trace& trace, const PartitionOptions& options) {
+  return Partitioner(trace, options).Run();
+}
+
+}  // namespace kiln::lowering

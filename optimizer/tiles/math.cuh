@@ -1,0 +1,74 @@
+// kiln device tile library: the scalar ops, with the CPU reference's
+// semantics (precise math functions, NaN-propagating max/min, wrapping
+// integer arithmetic, truncating integer division).
+#pragma once
+
+#include "kiln/types.cuh"
+
+namespace kiln {
+
+// ---- unary, float
+__device__ __forceinline__ float op_neg(float x) { return -x; }
+__device__ __forceinline__ float op_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ float op_exp(float x) { return expf(x); }
+__device__ __forceinline__ float op_log(float x) { return logf(x); }
+__device__ __forceinline__ float op_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ float op_rsqrt(float x) { return 1.0f / sqrtf(x); }
+__device__ __forceinline__ float op_recip(float x) { return 1.0f / x; }
+__device__ __forceinline__ float op_square(float x) { return x * x; }
+__device__ __forceinline__ float op_sin(float x) { return sinf(x); }
+__device__ __forceinline__ float op_cos(float x) { return cosf(x); }
+__device__ __forceinline__ float op_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ float op_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float op_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float op_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float op_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
+
+// ---- unary, integer (two's complement, wrapping)
+__device__ __forceinline__ i64 op_neg(i64 x) { return static_cast<i64>(0ULL - static_cast<unsigned long long>(x)); }
+__device__ __forceinline__ i64 op_abs(i64 x) { return x < 0 ? op_neg(x) : x; }
+__device__ __forceinline__ i64 op_square(i64 x) {
+  return static_cast<i64>(static_cast<unsigned long long>(x) * static_cast<unsigned long long>(x));
+}
+__device__ __forceinline__ i64 op_relu(i64 x) { return x > 0 ? x : 0; }
+
+// ---- binary, float
+__device__ __forceinline__ float op_add(float a, float b) { return a + b; }
+__device__ __forceinline__ float op_sub(float a, float b) { return a - b; }
+__device__ __forceinline__ float op_mul(float a, float b) { return a * b; }
+__device__ __forceinline__ float op_div(float a, float b) { return a / b; }
+__device__ __forceinline__ float op_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ float op_maximum(float a, float b) { return (a != a || a > b) ? a : b; }
+__device__ __forceinline__ float op_minimum(float a, float b) { return (a != a || a < b) ? a : b; }
+
+// ---- binary, integer
+__device__ __forceinline__ i64 op_add(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
+}
+__device__ __forceinline__ i64 op_sub(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<unsigned long long>(a) - static_cast<unsigned long long>(b));
+}
+__device__ __forceinline__ i64 op_mul(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b));
+}
+// Division by zero reports an error and yields 0 (the CPU refuses it).
+__device__ __forceinline__ i64 op_div(i64 a, i64 b, int* error) {
+  if (b == 0) {
+    report(error, kDivisionByZero);
+    return 0;
+  }
+  if (a == (-9223372036854775807LL - 1) && b == -1) return a;
+  return a / b;
+}
+__device__ __forceinline__ i64 op_maximum(i64 a, i64 b) { return a > b ? a : b; }
+__device__ __forceinline__ i64 op_minimum(i64 a, i64 b) { return a < b ? a : b; }
+
+// ---- comparisons (bool results as 0/1)
+template <typename T> __device__ __forceinline__ i64 op_eq(T a, T b) { return a == b; }
+template <typename T> __device__ __forceinline__ i64 op_ne(T a, T b) { return a != b; }
+template <typename T> __device__ __forceinline__ i64 op_lt(T a, T b) { return a < b; }
+template <typename T> __device__ __forceinline__ i64 op_le(T a, T b) { return a <= b; }
+template <typename T> __device__ __forceinline__ i64 op_gt(T a, T b) { return a > b; }
+template <typename T> __device__ __forceinline__ i64 op_ge(T a, T b) { return a >= b; }
+
+}  // namespace kiln

@@ -1,0 +1,52 @@
+// kiln device tile library: tensor-core matrix multiply-accumulate
+// (mma.sync m16n8k16, f32 accumulators) for f16 and bf16 operands.
+//
+// Fragment layouts (PTX ISA, m16n8k16 with .row A and .col B), for lane l,
+// g = l / 4, t = l % 4:
+//   A (16x16): a[0] = {A[g][2t], A[g][2t+1]},   a[1] = {A[g+8][2t], A[g+8][2t+1]},
+//              a[2] = {A[g][2t+8], A[g][2t+9]}, a[3] = {A[g+8][2t+8], A[g+8][2t+9]}
+//   B (16x8):  b[0] = {B[2t][g], B[2t+1][g]},   b[1] = {B[2t+8][g], B[2t+9][g]}
+//   C (16x8):  c[0], c[1] = C[g][2t], C[g][2t+1]; c[2], c[3] = C[g+8][2t], C[g+8][2t+1]
+#pragma once
+
+#include "kiln/types.cuh"
+
+namespace kiln {
+
+__device__ __forceinline__ void mma_f16(float c[4], const unsigned a[4], const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void mma_bf16(float c[4], const unsigned a[4], const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Two consecutive 16-bit elements of shared memory as one register.
+__device__ __forceinline__ unsigned pair(const unsigned short* p) {
+  return *reinterpret_cast<const unsigned*>(p);
+}
+
+// One warp's 16x16 A fragment from a row-major tile with `ld` elements per
+// row, and its 16x8 B fragment from a tile stored [n][k] (k contiguous).
+__device__ __forceinline__ void load_a_fragment(unsigned a[4], const unsigned short* tile, int ld) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  a[0] = pair(tile + g * ld + 2 * t);
+  a[1] = pair(tile + (g + 8) * ld + 2 * t);
+  a[2] = pair(tile + g * ld + 2 * t + 8);
+  a[3] = pair(tile + (g + 8) * ld + 2 * t + 8);
+}
+__device__ __forceinline__ void load_b_fragment(unsigned b[2], const unsigned short* tile_nk, int ld) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  b[0] = pair(tile_nk + g * ld + 2 * t);
+  b[1] = pair(tile_nk + g * ld + 2 * t + 8);
+}
+
+}  // namespace kiln

@@ -1,0 +1,132 @@
+// kiln device tile library: storage types and the conversion rules.
+// Compiled by NVRTC inside every generated kernel (no CUDA headers needed:
+// half and bfloat16 conversions use PTX directly).
+//
+// Values are computed in float (f32, f16, bf16) or long long (integers and
+// bool) and rounded to the node's dtype after every op, which is exactly what
+// the CPU reference does (see tensor/convert.h for the rules).
+#pragma once
+
+namespace kiln {
+
+typedef unsigned short f16_t;   // IEEE binary16 bits
+typedef unsigned short bf16_t;  // bfloat16 bits
+typedef long long i64;
+
+__device__ __forceinline__ float f16_to_float(f16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ f16_t float_to_f16(float f) {
+  f16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float bf16_to_float(bf16_t b) {
+  return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
+__device__ __forceinline__ bf16_t float_to_bf16(float f) {
+  bf16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+}
+
+// Round-to-odd to f32, so that a second rounding to a 16-bit type equals
+// rounding the exact value once.
+__device__ __forceinline__ float round_to_odd_float(double v) {
+  float f = __double2float_rz(v);
+  if (static_cast<double>(f) != v && v == v) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return f;
+}
+__device__ __forceinline__ float round_to_odd_float(i64 v) {
+  // Truncated toward zero, |f| <= |v| < 2^63, so f converts back exactly.
+  float f = __ll2float_rz(v);
+  if (static_cast<i64>(f) != v) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return f;
+}
+
+// Saturating truncation (NaN -> 0), as the CPU's float -> integer casts.
+__device__ __forceinline__ i64 saturate(double v, double lo, double hi, i64 ilo, i64 ihi) {
+  if (v != v) return 0;
+  const double t = trunc(v);
+  if (t >= hi) return ihi;
+  if (t <= lo) return ilo;
+  return static_cast<i64>(t);
+}
+
+// ---- per dtype: load as compute type, round a compute value to the dtype,
+// store. Names: f32, f16, bf16, i32, i64, u8, bool.
+
+__device__ __forceinline__ float load_f32(const void* p, i64 i) { return static_cast<const float*>(p)[i]; }
+__device__ __forceinline__ float load_f16(const void* p, i64 i) { return f16_to_float(static_cast<const f16_t*>(p)[i]); }
+__device__ __forceinline__ float load_bf16(const void* p, i64 i) { return bf16_to_float(static_cast<const bf16_t*>(p)[i]); }
+__device__ __forceinline__ i64 load_i32(const void* p, i64 i) { return static_cast<const int*>(p)[i]; }
+__device__ __forceinline__ i64 load_i64(const void* p, i64 i) { return static_cast<const i64*>(p)[i]; }
+__device__ __forceinline__ i64 load_u8(const void* p, i64 i) { return static_cast<const unsigned char*>(p)[i]; }
+__device__ __forceinline__ i64 load_bool(const void* p, i64 i) { return static_cast<const unsigned char*>(p)[i] != 0; }
+
+__device__ __forceinline__ void store_f32(void* p, i64 i, float v) { static_cast<float*>(p)[i] = v; }
+__device__ __forceinline__ void store_f16(void* p, i64 i, float v) { static_cast<f16_t*>(p)[i] = float_to_f16(v); }
+__device__ __forceinline__ void store_bf16(void* p, i64 i, float v) { static_cast<bf16_t*>(p)[i] = float_to_bf16(v); }
+__device__ __forceinline__ void store_i32(void* p, i64 i, i64 v) { static_cast<int*>(p)[i] = static_cast<int>(v); }
+__device__ __forceinline__ void store_i64(void* p, i64 i, i64 v) { static_cast<i64*>(p)[i] = v; }
+__device__ __forceinline__ void store_u8(void* p, i64 i, i64 v) { static_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(v); }
+__device__ __forceinline__ void store_bool(void* p, i64 i, i64 v) { static_cast<unsigned char*>(p)[i] = v != 0; }
+
+// A computed value, rounded to what the dtype stores (then widened back).
+__device__ __forceinline__ float round_f32(float v) { return v; }
+__device__ __forceinline__ float round_f16(float v) { return f16_to_float(float_to_f16(v)); }
+__device__ __forceinline__ float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
+__device__ __forceinline__ i64 round_i32(i64 v) { return static_cast<int>(v); }
+__device__ __forceinline__ i64 round_i64(i64 v) { return v; }
+__device__ __forceinline__ i64 round_u8(i64 v) { return static_cast<unsigned char>(v); }
+__device__ __forceinline__ i64 round_bool(i64 v) { return v != 0; }
+
+// ---- casts between compute types, with the target's rounding.
+
+// From float (a value of f32, f16 or bf16) to each dtype.
+__device__ __forceinline__ float cast_float_f32(float v) { return v; }
+__device__ __forceinline__ float cast_float_f16(float v) { return round_f16(v); }
+__device__ __forceinline__ float cast_float_bf16(float v) { return round_bf16(v); }
+__device__ __forceinline__ i64 cast_float_i32(float v) { return saturate(v, -2147483648.0, 2147483647.0, -2147483648LL, 2147483647LL); }
+__device__ __forceinline__ i64 cast_float_i64(float v) {
+  return saturate(v, -9223372036854775808.0, 9223372036854775808.0, (-9223372036854775807LL - 1), 9223372036854775807LL);
+}
+__device__ __forceinline__ i64 cast_float_u8(float v) { return saturate(v, 0.0, 255.0, 0, 255); }
+__device__ __forceinline__ i64 cast_float_bool(float v) { return v != 0.0f; }
+
+// From an integer or bool to each dtype.
+__device__ __forceinline__ float cast_int_f32(i64 v) { return __ll2float_rn(v); }
+__device__ __forceinline__ float cast_int_f16(i64 v) { return f16_to_float(float_to_f16(round_to_odd_float(v))); }
+__device__ __forceinline__ float cast_int_bf16(i64 v) { return bf16_to_float(float_to_bf16(round_to_odd_float(v))); }
+__device__ __forceinline__ i64 cast_int_i32(i64 v) { return round_i32(v); }
+__device__ __forceinline__ i64 cast_int_i64(i64 v) { return v; }
+__device__ __forceinline__ i64 cast_int_u8(i64 v) { return round_u8(v); }
+__device__ __forceinline__ i64 cast_int_bool(i64 v) { return v != 0; }
+
+// From a double (constants, iota and random values) to each dtype, rounding
+// once; the result is the stored value widened to its compute type.
+__device__ __forceinline__ float from_double_f32(double v) { return static_cast<float>(v); }
+__device__ __forceinline__ float from_double_f16(double v) { return f16_to_float(float_to_f16(round_to_odd_float(v))); }
+__device__ __forceinline__ float from_double_bf16(double v) { return bf16_to_float(float_to_bf16(round_to_odd_float(v))); }
+__device__ __forceinline__ i64 from_double_i32(double v) { return saturate(v, -2147483648.0, 2147483647.0, -2147483648LL, 2147483647LL); }
+__device__ __forceinline__ i64 from_double_i64(double v) { return saturate(v, -9223372036854775808.0, 9223372036854775808.0, (-9223372036854775807LL - 1), 9223372036854775807LL); }
+__device__ __forceinline__ i64 from_double_u8(double v) { return saturate(v, 0.0, 255.0, 0, 255); }
+__device__ __forceinline__ i64 from_double_bool(double v) { return v != 0.0; }
+
+// Error codes a kernel reports through the error word (first error wins).
+enum ErrorCode : int { kNoError = 0, kIndexOutOfRange = 1, kDivisionByZero = 2 };
+
+__device__ __forceinline__ void report(int* error, int code) {
+  if (error != nullptr) atomicCAS(error, 0, code);
+}
+
+}  // namespace kiln
+
+namespace kiln {
+// Raw 16-bit elements, for tensor-core tiles (no conversion).
+__device__ __forceinline__ unsigned short load_raw16(const void* p, i64 i) {
+  return static_cast<const unsigned short*>(p)[i];
+}
+}  // namespace kiln

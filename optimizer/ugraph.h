@@ -1,0 +1,219 @@
+// The uGraph: kiln's multi-level description of how a region of a trace runs
+// on the GPU (after Mirage, arXiv 2405.05751).
+//
+//   kernel graph   device tensors (DTensor) and the kernels between them;
+//   block graph    what one thread block of a kernel does: grid and block
+//                  dims, a for-loop, input iterators that map grid axes
+//                  (imap) and the loop (fmap) onto tensor dims, tile ops and
+//                  accumulators, output savers (omap);
+//   thread graph   fused elementwise chains evaluated in registers.
+//
+// Views (permute, slice, expand, reshape) never move data: a consumer reads a
+// DTensor through a View, and the code generator folds the view into index
+// arithmetic. Sizes may be symbolic; symbol values are kernel arguments.
+#ifndef KILN_OPTIMIZER_UGRAPH_H_
+#define KILN_OPTIMIZER_UGRAPH_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensor/dim.h"
+#include "tensor/dtype.h"
+#include "tensor/op.h"
+#include "tensor/shape.h"
+
+namespace kiln::ugraph {
+
+// ---------------------------------------------------------------- kernel level
+
+enum class TensorRole : uint8_t { kInput, kOutput, kIntermediate };
+
+struct DTensor {
+  int id = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  TensorRole role = TensorRole::kIntermediate;
+  // Element strides of an input buffer with a fixed layout (a realized leaf);
+  // empty means dense row-major over `shape` (every buffer kiln allocates).
+  std::vector<int64_t> strides;
+  // An output written in place into the buffer of input tensor `aliases`
+  // (-1: a buffer of its own).
+  int aliases = -1;
+};
+
+// One step of a view chain, mapping its input's logical shape to `shape`.
+struct ViewStep {
+  enum class Kind : uint8_t { kPermute, kSlice, kExpand, kReshape };
+  Kind kind = Kind::kPermute;
+  std::vector<int> perm;                      // kPermute: out axis i = in axis perm[i]
+  std::vector<SliceAttrs::Range> ranges;      // kSlice: per axis start, step
+  Shape shape;                                // the step's output shape
+};
+
+// A DTensor seen through a chain of views. `tensor` is -1 for a virtual
+// source (iota, random) whose coordinates are all that is read; its base
+// shape is then `source_shape`.
+struct View {
+  int tensor = 0;
+  Shape source_shape;  // the shape the first step applies to
+  std::vector<ViewStep> steps;
+  Shape shape;  // the logical shape after the steps
+};
+
+// ---------------------------------------------------------------- thread level
+
+// One scalar operation of a fused elementwise chain. Values are computed in
+// f32 for floating dtypes and int64 for integers and bool, then stored as the
+// output's dtype: the CPU reference's rules.
+struct ScalarOp {
+  enum class Kind : uint8_t {
+    kLoad,         // input `input` at the current coordinates
+    kConstant,     // `value`
+    kIota,         // iota.start + iota.offset + c * iota.step, c the coordinate
+                   // of virtual input `input` (a 1-d view)
+    kRandom,       // random.* at the linear index in virtual input `input`
+    kAccumulator,  // the value of accumulator `input` (row kernels, matmul)
+    kUnary,        // op(args[0])
+    kBinary,       // op(args[0], args[1]) (arithmetic or comparison)
+    kWhere,        // args[0] ? args[1] : args[2]
+    kCast,         // args[0] converted to `dtype`
+    kGather,       // input `input` at the coordinates of virtual input inputs[0],
+                   // whose `axis` coordinate (one axis per index dim) is args[0]
+    kSelect,       // pieces along `axis` of the coordinates of virtual input
+                   // inputs[0]: the first k with bounds[2k] <= c < bounds[2k+1]
+                   // reads inputs[k + 1] at c - bounds[2k]
+  };
+  Kind kind = Kind::kConstant;
+  DType dtype = DType::kF32;  // the dtype of the result
+  OpKind op = OpKind::kLeaf;  // kUnary, kBinary
+  std::vector<int> args;      // earlier ScalarOps of the same graph
+  int input = -1;             // kLoad, kGather: index into BlockGraph::inputs; kAccumulator
+  std::vector<int> inputs;    // kGather, kSelect (see above)
+  std::vector<Dim> bounds;    // kSelect: [lo, hi) per piece
+  int index_rank = 1;         // kGather: how many coordinates the index spans
+  int axis = 0;               // kGather, kSelect
+  double value = 0;           // kConstant
+  IotaAttrs iota;
+  RandomAttrs random;
+};
+
+// A DAG of scalar ops in topological order.
+struct ThreadGraph {
+  std::vector<ScalarOp> ops;
+};
+
+// ---------------------------------------------------------------- block level
+
+// The extent of a grid axis or the for-loop: ceil(product(extent) / tile).
+struct LaunchDim {
+  Shape extent;  // empty: 1
+  int64_t tile = 1;
+};
+
+enum class BlockKind : uint8_t {
+  // Each thread computes output elements from the thread graph; the grid
+  // covers the output's elements (imap: grid.x -> linear output index).
+  kPointwise,
+  // One block per row of the reduced axes (imap: grid.x -> kept axes); the
+  // for-loop walks the row (fmap: loop -> reduced axes), accumulating; the
+  // outputs are per row (the reductions) and per element (their consumers).
+  kRowReduce,
+  // A tiled matrix product: grid (x -> N tiles, y -> M tiles, z -> batch),
+  // the loop walks K (fmap: loop -> K), the accumulator is [tile_m, tile_n]
+  // in registers, then an epilogue thread graph per output element.
+  kMatmul,
+};
+
+// An input iterator: which DTensor a block reads and through which view.
+struct InputIterator {
+  View view;
+  // imap[g] = the logical dim grid axis g splits, or -1 (replicated); fmap =
+  // the dim the for-loop walks, or -1. Descriptive for the fixed kinds; the
+  // validator checks they agree with the kind.
+  std::array<int, 3> imap = {-1, -1, -1};
+  int fmap = -1;
+};
+
+enum class AccumulatorKind : uint8_t { kSum, kMax };
+
+// A for-loop accumulator of a row kernel: reduces `value` (an op of the
+// phase's thread graph) over the row.
+struct Accumulator {
+  AccumulatorKind kind = AccumulatorKind::kSum;
+  int value = 0;           // ScalarOp index in the phase's thread graph
+  bool mean = false;       // divide by the row length at the end
+  DType dtype = DType::kF32;
+};
+
+// One pass of a row kernel over the row. Later phases read the accumulators
+// of earlier ones (ScalarOp::kAccumulator with `input` = accumulator index).
+struct Phase {
+  ThreadGraph graph;
+  std::vector<Accumulator> accumulators;
+};
+
+// Where an output comes from and how its elements map to the grid.
+struct OutputSaver {
+  int tensor = 0;       // DTensor id
+  int value = 0;        // ScalarOp index in the graph that produces it
+  bool per_row = false; // kRowReduce: one value per row (at the row's first element)
+  std::array<int, 3> omap = {-1, -1, -1};
+  // Writes element c at c + shift along shift_axis (an in-place block write:
+  // slice_update into a buffer it aliases). -1: no shift.
+  int shift_axis = -1;
+  Dim shift;
+};
+
+struct MatmulTiles {
+  int64_t m = 64, n = 64, k = 32;
+  bool tensor_cores = false;  // mma.sync for f16/bf16
+};
+
+struct BlockGraph {
+  BlockKind kind = BlockKind::kPointwise;
+  std::array<LaunchDim, 3> grid;
+  int threads = 256;
+  LaunchDim forloop;
+  std::vector<InputIterator> inputs;
+  // kPointwise: `epilogue` computes every output. kRowReduce: `phases`; the
+  // last phase has no accumulators and computes the outputs (per element, or
+  // per row). kMatmul: inputs[0]
+  // and inputs[1] are A [..., M, K] and B [..., K, N]; the epilogue reads the
+  // product as accumulator 0 plus any further inputs at the output element.
+  std::vector<Phase> phases;
+  ThreadGraph epilogue;
+  MatmulTiles tiles;
+  Shape iteration_shape;  // the index space: the output shape (row: the full input shape)
+  std::vector<int> reduced_axes;  // kRowReduce: axes of iteration_shape the row covers
+  std::vector<OutputSaver> outputs;
+};
+
+// ---------------------------------------------------------------- graph
+
+struct Kernel {
+  BlockGraph block;
+  std::vector<int> inputs;   // DTensor ids read
+  std::vector<int> outputs;  // DTensor ids written
+};
+
+struct KernelGraph {
+  std::vector<DTensor> tensors;  // indexed by id
+  std::vector<Kernel> kernels;   // in execution order
+
+  const DTensor& tensor(int id) const { return tensors[id]; }
+};
+
+std::string BlockKindName(BlockKind kind);
+std::string ScalarKindName(ScalarOp::Kind kind);
+std::string ViewKindName(ViewStep::Kind kind);
+
+// Human-readable text and Graphviz DOT.
+std::string ToText(const KernelGraph& graph);
+std::string ToDot(const KernelGraph& graph);
+
+}  // namespace kiln::ugraph
+
+#endif  // KILN_OPTIMIZER_UGRAPH_H_

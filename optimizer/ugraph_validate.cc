@@ -1,0 +1,258 @@
+#include "optimizer/ugraph_validate.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::ugraph {
+namespace {
+
+absl::Status Bad(size_t kernel, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("uGraph kernel ", kernel, ": ", what));
+}
+
+// The shape a view step produces from `in`, or an error.
+absl::Status CheckStep(const Shape& in, const ViewStep& step) {
+  switch (step.kind) {
+    case ViewStep::Kind::kPermute: {
+      if (static_cast<int>(step.perm.size()) != in.rank()) return absl::InvalidArgumentError("permutation rank");
+      std::vector<bool> seen(in.rank(), false);
+      for (size_t i = 0; i < step.perm.size(); ++i) {
+        const int a = step.perm[i];
+        if (a < 0 || a >= in.rank() || seen[a]) return absl::InvalidArgumentError("not a permutation");
+        seen[a] = true;
+        if (!(step.shape[i] == in[a])) return absl::InvalidArgumentError("permuted shape");
+      }
+      return step.shape.rank() == in.rank() ? absl::OkStatus()
+                                            : absl::InvalidArgumentError("permuted rank");
+    }
+    case ViewStep::Kind::kSlice:
+      if (static_cast<int>(step.ranges.size()) != in.rank() || step.shape.rank() != in.rank()) {
+        return absl::InvalidArgumentError("slice rank");
+      }
+      for (const auto& r : step.ranges) {
+        if (r.step < 1) return absl::InvalidArgumentError("slice step");
+      }
+      return absl::OkStatus();
+    case ViewStep::Kind::kExpand: {
+      if (step.shape.rank() < in.rank()) return absl::InvalidArgumentError("expand rank");
+      const int lead = step.shape.rank() - in.rank();
+      for (int i = 0; i < in.rank(); ++i) {
+        if (!(in[i] == step.shape[lead + i]) && !(in[i] == Dim(1))) {
+          return absl::InvalidArgumentError("expand of a non-unit dim");
+        }
+      }
+      return absl::OkStatus();
+    }
+    case ViewStep::Kind::kReshape:
+      return absl::OkStatus();  // element counts were checked when recorded
+  }
+  return absl::InvalidArgumentError("unknown view step");
+}
+
+absl::Status CheckThreadGraph(const ThreadGraph& g, size_t num_inputs, size_t num_accumulators) {
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const ScalarOp& op = g.ops[i];
+    for (int a : op.args) {
+      if (a < 0 || a >= static_cast<int>(i)) {
+        return absl::InvalidArgumentError(absl::StrCat("v", i, " uses v", a, " before it exists"));
+      }
+    }
+    size_t want_args = 0;
+    switch (op.kind) {
+      case ScalarOp::Kind::kLoad:
+        if (op.input < 0 || op.input >= static_cast<int>(num_inputs)) {
+          return absl::InvalidArgumentError(absl::StrCat("v", i, " loads missing input #", op.input));
+        }
+        break;
+      case ScalarOp::Kind::kGather:
+      case ScalarOp::Kind::kSelect:
+        want_args = op.kind == ScalarOp::Kind::kGather ? 1 : 0;
+        for (int in : op.inputs) {
+          if (in < 0 || in >= static_cast<int>(num_inputs)) {
+            return absl::InvalidArgumentError(absl::StrCat("v", i, " reads missing input #", in));
+          }
+        }
+        if (op.kind == ScalarOp::Kind::kGather &&
+            (op.inputs.size() != 1 || op.input < 0 || op.input >= static_cast<int>(num_inputs))) {
+          return absl::InvalidArgumentError(absl::StrCat("v", i, " gathers from missing inputs"));
+        }
+        if (op.kind == ScalarOp::Kind::kSelect &&
+            (op.inputs.size() < 2 || op.bounds.size() != 2 * (op.inputs.size() - 1))) {
+          return absl::InvalidArgumentError(absl::StrCat("v", i, " selects without pieces or bounds"));
+        }
+        break;
+      case ScalarOp::Kind::kIota:
+      case ScalarOp::Kind::kRandom:
+        if (op.input < 0 || op.input >= static_cast<int>(num_inputs)) {
+          return absl::InvalidArgumentError(absl::StrCat("v", i, " has no coordinate input"));
+        }
+        break;
+      case ScalarOp::Kind::kAccumulator:
+        if (op.input < 0 || op.input >= static_cast<int>(num_accumulators)) {
+          return absl::InvalidArgumentError(absl::StrCat("v", i, " reads missing accumulator ", op.input));
+        }
+        break;
+      case ScalarOp::Kind::kUnary:
+        want_args = 1;
+        if (!IsUnary(op.op)) return absl::InvalidArgumentError(absl::StrCat("v", i, " is not unary"));
+        break;
+      case ScalarOp::Kind::kBinary:
+        want_args = 2;
+        if (!IsBinary(op.op)) return absl::InvalidArgumentError(absl::StrCat("v", i, " is not binary"));
+        break;
+      case ScalarOp::Kind::kWhere:
+        want_args = 3;
+        break;
+      case ScalarOp::Kind::kCast:
+        want_args = 1;
+        break;
+      default:
+        break;
+    }
+    if (op.args.size() != want_args) {
+      return absl::InvalidArgumentError(absl::StrCat("v", i, " (", ScalarKindName(op.kind), ") has ",
+                                                     op.args.size(), " arguments, expected ", want_args));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t SharedMemoryBytes(const BlockGraph& block) {
+  switch (block.kind) {
+    case BlockKind::kPointwise:
+      return 0;
+    case BlockKind::kRowReduce:
+      return 32 * 8 * 2;  // one partial per warp, per accumulator pair
+    case BlockKind::kMatmul: {
+      const int64_t element = block.tiles.tensor_cores ? 2 : 4;
+      const int64_t stages = block.tiles.tensor_cores ? 2 : 1;
+      return stages * (block.tiles.m * block.tiles.k + block.tiles.k * block.tiles.n) * element;
+    }
+  }
+  return 0;
+}
+
+absl::Status Validate(const KernelGraph& graph, const DeviceLimits& limits) {
+  for (size_t i = 0; i < graph.tensors.size(); ++i) {
+    const DTensor& t = graph.tensors[i];
+    if (t.id != static_cast<int>(i)) {
+      return absl::InvalidArgumentError(absl::StrCat("uGraph tensor ", i, " has id ", t.id));
+    }
+    if (absl::Status s = t.shape.Validate(absl::StrCat("uGraph tensor t", i)); !s.ok()) return s;
+    if (!t.strides.empty() && static_cast<int>(t.strides.size()) != t.shape.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("uGraph tensor t", i, ": strides of the wrong rank"));
+    }
+  }
+  const auto valid_id = [&](int id) { return id >= 0 && id < static_cast<int>(graph.tensors.size()); };
+  std::set<int> written;
+  for (const DTensor& t : graph.tensors) {
+    if (t.role == TensorRole::kInput) written.insert(t.id);
+  }
+  for (size_t k = 0; k < graph.kernels.size(); ++k) {
+    const Kernel& kernel = graph.kernels[k];
+    const BlockGraph& b = kernel.block;
+    for (int in : kernel.inputs) {
+      if (!valid_id(in)) return Bad(k, absl::StrCat("reads unknown tensor t", in));
+      if (!written.contains(in)) return Bad(k, absl::StrCat("reads t", in, " before anything writes it"));
+    }
+    for (int out : kernel.outputs) {
+      if (!valid_id(out)) return Bad(k, absl::StrCat("writes unknown tensor t", out));
+      if (graph.tensors[out].role == TensorRole::kInput) return Bad(k, absl::StrCat("writes input t", out));
+      if (!written.insert(out).second) return Bad(k, absl::StrCat("t", out, " is written twice"));
+    }
+    if (b.threads < 32 || b.threads % 32 != 0 || b.threads > limits.max_threads_per_block) {
+      return Bad(k, absl::StrCat("threads=", b.threads, " must be a multiple of 32 up to ",
+                                 limits.max_threads_per_block));
+    }
+    for (const LaunchDim& d : b.grid) {
+      if (d.tile < 1) return Bad(k, "a grid tile below 1");
+      if (absl::Status s = d.extent.Validate("grid extent"); !s.ok()) return Bad(k, s.message());
+    }
+    if (absl::Status s = b.forloop.extent.Validate("for-loop extent"); !s.ok()) return Bad(k, s.message());
+    if (b.forloop.tile < 1) return Bad(k, "a for-loop tile below 1");
+    const int64_t smem = SharedMemoryBytes(b);
+    if (smem > limits.max_shared_memory_per_block) {
+      return Bad(k, absl::StrCat("needs ", smem, " bytes of shared memory; the device allows ",
+                                 limits.max_shared_memory_per_block));
+    }
+    for (size_t i = 0; i < b.inputs.size(); ++i) {
+      const View& v = b.inputs[i].view;
+      if (v.tensor != -1 &&
+          std::find(kernel.inputs.begin(), kernel.inputs.end(), v.tensor) == kernel.inputs.end()) {
+        return Bad(k, absl::StrCat("input #", i, " views t", v.tensor, ", which the kernel does not read"));
+      }
+      Shape shape = v.tensor == -1 ? v.source_shape : graph.tensors[v.tensor].shape;
+      for (const ViewStep& step : v.steps) {
+        if (absl::Status s = CheckStep(shape, step); !s.ok()) {
+          return Bad(k, absl::StrCat("input #", i, ": ", s.message()));
+        }
+        shape = step.shape;
+      }
+      if (!(shape == v.shape)) return Bad(k, absl::StrCat("input #", i, ": view shape mismatch"));
+    }
+    size_t accumulators = b.kind == BlockKind::kMatmul ? 1 : 0;
+    for (const Phase& p : b.phases) {
+      if (absl::Status s = CheckThreadGraph(p.graph, b.inputs.size(), accumulators); !s.ok()) {
+        return Bad(k, s.message());
+      }
+      for (const Accumulator& a : p.accumulators) {
+        if (a.value < 0 || a.value >= static_cast<int>(p.graph.ops.size())) {
+          return Bad(k, "an accumulator reads a missing value");
+        }
+      }
+      accumulators += p.accumulators.size();
+    }
+    if (absl::Status s = CheckThreadGraph(b.epilogue, b.inputs.size(), accumulators); !s.ok()) {
+      return Bad(k, s.message());
+    }
+    switch (b.kind) {
+      case BlockKind::kPointwise:
+        if (!b.phases.empty()) return Bad(k, "a pointwise kernel has no phases");
+        break;
+      case BlockKind::kRowReduce:
+        if (b.phases.empty() || !b.phases.back().accumulators.empty()) {
+          return Bad(k, "a row kernel ends with an output phase without accumulators");
+        }
+        for (int a : b.reduced_axes) {
+          if (a < 0 || a >= b.iteration_shape.rank()) return Bad(k, "a reduced axis is out of range");
+        }
+        break;
+      case BlockKind::kMatmul:
+        if (b.inputs.size() < 2 || b.inputs[0].view.shape.rank() < 2 ||
+            b.inputs[1].view.shape.rank() < 2) {
+          return Bad(k, "a matmul kernel needs A and B of rank >= 2");
+        }
+        if (b.tiles.m < 1 || b.tiles.n < 1 || b.tiles.k < 1) return Bad(k, "empty matmul tiles");
+        break;
+    }
+    for (const OutputSaver& o : b.outputs) {
+      if (std::find(kernel.outputs.begin(), kernel.outputs.end(), o.tensor) == kernel.outputs.end()) {
+        return Bad(k, absl::StrCat("saves t", o.tensor, ", which is not a kernel output"));
+      }
+      const ThreadGraph& g =
+          b.kind == BlockKind::kRowReduce ? b.phases.back().graph : b.epilogue;
+      if (o.per_row && b.kind != BlockKind::kRowReduce) {
+        return Bad(k, "per-row output outside a row kernel");
+      }
+      if (o.value < 0 || o.value >= static_cast<int>(g.ops.size())) {
+        return Bad(k, absl::StrCat("saves missing value v", o.value));
+      }
+      if (g.ops[o.value].dtype != graph.tensors[o.tensor].dtype) {
+        return Bad(k, absl::StrCat("saves a ", DTypeName(g.ops[o.value].dtype), " value into ",
+                                   DTypeName(graph.tensors[o.tensor].dtype), " t", o.tensor));
+      }
+    }
+  }
+  for (const DTensor& t : graph.tensors) {
+    if (t.role == TensorRole::kOutput && !written.contains(t.id)) {
+      return absl::InvalidArgumentError(absl::StrCat("uGraph output t", t.id, " is never written"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::ugraph

@@ -1,0 +1,165 @@
+// The Llama model on the GPU: the golden text, and a Llama-3.2-1B-shaped
+// model (random bf16 weights) against the CPU reference.
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "models/generate.h"
+#include "models/load_model.h"
+#include "ops/ops.h"
+#include "optimizer/cuda_executor.h"
+#include "tests/test_util.h"
+
+namespace kiln::models {
+namespace {
+
+#define KILN_REQUIRE_GPU() \
+  if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s
+
+const std::string kModels = std::string(KILN_SHARED_DIR) + "/models";
+
+TEST(GpuModel, GreedyStories260KOnCudaPrintsTheGoldenText) {
+  KILN_REQUIRE_GPU();
+  absl::StatusOr<LlamaModel> cpu_model = LoadModel(kModels + "/stories260K.bin");
+  ASSERT_TRUE(cpu_model.ok()) << cpu_model.status();
+  absl::StatusOr<LlamaModel> model = cpu_model->To(Device::Cuda());
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<Tokenizer> tokenizer =
+      LoadTokenizerFor(kModels + "/stories260K.bin", kModels + "/tok512.bin", 512);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  GenerateOptions options;
+  options.prompt = "Once upon a time";
+  options.steps = 64;
+  options.sampling.temperature = 0;
+  std::string text;
+  absl::StatusOr<GenerateStats> stats =
+      Generate(*model, *tokenizer, options,
+               [&](absl::string_view piece) { text.append(piece.data(), piece.size()); });
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  std::ifstream in(kModels + "/stories260K.golden.txt", std::ios::binary);
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str());
+}
+
+double RelativeL2(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+// Random weights made on the GPU (fast), copied to the host for the CPU side.
+LlamaWeights RandomWeights(const LlamaConfig& c) {
+  uint64_t seed = 100;
+  std::vector<Tensor> all;
+  const auto normal = [&](Shape shape, double stddev) {
+    Tensor t = random_normal(shape, seed++, 0, stddev, c.dtype, Device::Cuda());
+    all.push_back(t);
+    return t;
+  };
+  const auto norm = [&](int64_t n) {
+    Tensor t = random_uniform({n}, seed++, 0.8, 1.2, c.dtype, Device::Cuda());
+    all.push_back(t);
+    return t;
+  };
+  const int64_t d = c.dim, kv = c.kv_dim(), h = c.hidden_dim;
+  LlamaWeights w;
+  w.embedding = normal({c.vocab_size, d}, 0.02);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LlamaLayerWeights layer;
+    layer.attention_norm = norm(d);
+    layer.wq = normal({d, d}, 0.02);
+    layer.wk = normal({kv, d}, 0.02);
+    layer.wv = normal({kv, d}, 0.02);
+    layer.wo = normal({d, d}, 0.02);
+    layer.ffn_norm = norm(d);
+    layer.w_gate = normal({h, d}, 0.02);
+    layer.w_up = normal({h, d}, 0.02);
+    layer.w_down = normal({d, h}, 0.02);
+    w.layers.push_back(layer);
+  }
+  w.final_norm = norm(d);
+  w.classifier = w.embedding;
+  EXPECT_TRUE(RealizeAll(all).ok());
+  return w;
+}
+
+LlamaWeights ToHost(const LlamaWeights& w) {
+  LlamaWeights out = w;
+  std::vector<Tensor> all;
+  const auto move = [&](Tensor& t) {
+    t = to(t, Device::Cpu());
+    all.push_back(t);
+  };
+  move(out.embedding);
+  move(out.final_norm);
+  out.classifier = out.embedding;
+  for (LlamaLayerWeights& l : out.layers) {
+    for (Tensor* t : {&l.attention_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate,
+                      &l.w_up, &l.w_down}) {
+      move(*t);
+    }
+  }
+  EXPECT_TRUE(RealizeAll(all).ok());
+  return out;
+}
+
+// Runs a 16-token prefill and 8 decode steps; returns each step's logits.
+std::vector<std::vector<float>> RunSteps(const LlamaModel& model, const std::vector<int32_t>& tokens) {
+  absl::StatusOr<KvCache> cache = model.NewCache(model.device());
+  EXPECT_TRUE(cache.ok()) << cache.status();
+  std::vector<std::vector<float>> logits;
+  int64_t pos = 0;
+  const auto step = [&](std::vector<int32_t> ids) {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    const Symbol symbol = model.PositionSymbol(n);
+    Tensor out = model.Forward(Tensor::FromHost<int32_t>(ids, {n}), Dim(symbol), *cache);
+    std::vector<Tensor> all = {out};
+    all.insert(all.end(), cache->k.begin(), cache->k.end());
+    all.insert(all.end(), cache->v.begin(), cache->v.end());
+    EXPECT_TRUE(RealizeAll(all, {{symbol, pos}}).ok());
+    pos += n;
+    logits.push_back(kiln::testing::ReadF32(out));
+  };
+  step(std::vector<int32_t>(tokens.begin(), tokens.begin() + 16));
+  for (size_t i = 16; i < tokens.size(); ++i) step({tokens[i]});
+  return logits;
+}
+
+TEST(GpuModel, Llama1BShapedLogitsMatchTheCpuReference) {
+  KILN_REQUIRE_GPU();
+  LlamaConfig c;
+  c.dim = 2048;
+  c.n_layers = 16;
+  c.n_heads = 32;
+  c.n_kv_heads = 8;
+  c.hidden_dim = 8192;
+  c.vocab_size = 128256;
+  c.max_seq_len = 64;
+  c.rope_theta = 500000;
+  c.rope_style = RopeStyle::kRotateHalf;
+  c.norm_eps = 1e-5;
+  c.tied_embeddings = true;
+  c.dtype = DType::kBF16;
+  const LlamaWeights gpu_weights = RandomWeights(c);
+  absl::StatusOr<LlamaModel> gpu = LlamaModel::Create(c, gpu_weights);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  absl::StatusOr<LlamaModel> cpu = LlamaModel::Create(c, ToHost(gpu_weights));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 24; ++i) tokens.push_back((i * 7919 + 13) % c.vocab_size);
+  const std::vector<std::vector<float>> on_gpu = RunSteps(*gpu, tokens);
+  const std::vector<std::vector<float>> on_cpu = RunSteps(*cpu, tokens);
+  ASSERT_EQ(on_gpu.size(), 9u);
+  for (size_t s = 0; s < on_gpu.size(); ++s) {
+    const double error = RelativeL2(on_gpu[s], on_cpu[s]);
+    EXPECT_LT(error, 2e-2) << "step " << s;
+    std::printf("step %zu: relative L2 error %.3g\n", s, error);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::models

@@ -1,0 +1,60 @@
+// Every kernel the default lowering emits for the conformance suite compiles
+// with NVRTC (which runs without a GPU): one shape per op and dtype, since
+// shapes only change constants in the generated code.
+#include "absl/strings/str_replace.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
+#include "optimizer/lower.h"
+#include "optimizer/ugraph_json.h"
+#include "optimizer/ugraph_validate.h"
+#include "tests/optimizer/conformance_cases.h"
+#include "tests/test_util.h"
+
+namespace kiln {
+namespace {
+
+class CodegenCompile : public ::testing::TestWithParam<testing::ConformanceCase> {};
+
+TEST_P(CodegenCompile, EveryKernelCompiles) {
+  const testing::ConformanceCase& c = GetParam();
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+  const std::vector<Tensor> outputs = c.build(testing::MakeInputs(c, 1, Device::Cpu()));
+  absl::StatusOr<Trace> trace = Trace::Collect(outputs);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(*trace);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_TRUE(ugraph::Validate(lowered->graph).ok())
+      << ugraph::Validate(lowered->graph) << "\n" << ugraph::ToText(lowered->graph);
+  // The graph survives a JSON round trip unchanged.
+  absl::StatusOr<ugraph::KernelGraph> back = ugraph::FromJson(ugraph::ToJson(lowered->graph));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ugraph::ToJson(*back), ugraph::ToJson(lowered->graph));
+  for (size_t k = 0; k < lowered->graph.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source =
+        codegen::GenerateKernel(lowered->graph, static_cast<int>(k));
+    ASSERT_TRUE(source.ok()) << source.status();
+    absl::StatusOr<std::string> cubin = jit::CompileToCubin(
+        **nvrtc, codegen::AssembleSource(source->source), jit::CompileOptions());
+    ASSERT_TRUE(cubin.ok()) << "kernel " << k << ": " << cubin.status() << "\n"
+                            << source->source << "\n"
+                            << ugraph::ToText(lowered->graph);
+    EXPECT_FALSE(cubin->empty());
+  }
+}
+
+std::string CaseName(const ::testing::TestParamInfo<testing::ConformanceCase>& info) {
+  std::string name = info.param.name;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, CodegenCompile,
+                         ::testing::ValuesIn(testing::ConformanceCases(/*every_shape=*/false)),
+                         CaseName);
+
+}  // namespace
+}  // namespace kiln
