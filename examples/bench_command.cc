@@ -100,7 +100,8 @@ int BenchGenerate() {
 
 int RunBench(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "generate") return BenchGenerate();
-  std::fprintf(stderr, "kiln bench: unknown benchmark; available: generate\n");
+  if (!args.empty() && args[0] == "gpu") return BenchGpu();
+  std::fprintf(stderr, "kiln bench: unknown benchmark; available: generate, gpu\n");
   return 2;
 }
 

@@ -11,8 +11,9 @@ namespace kiln::cli {
 int RunDemo(const std::vector<std::string>& args);
 // Streams generated text to stdout, statistics to stderr.
 int RunGenerate(const std::vector<std::string>& args);
-// `kiln bench generate`: tokens/s of prefill and decode, and where time goes.
+// `kiln bench generate|gpu`: generation speed on the CPU; GPU runtime latencies.
 int RunBench(const std::vector<std::string>& args);
+int BenchGpu();
 
 }  // namespace kiln::cli
 

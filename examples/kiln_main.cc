@@ -17,7 +17,9 @@ constexpr char kUsage[] =
     "           [--temperature T] [--top-p P] [--seed S] [--device cpu|cuda]\n"
     "           stream generated text to stdout; tokens/s to stderr\n"
     "  bench generate --model PATH [--steps N] [--repeat R]\n"
-    "           prefill and decode tokens/s, and where the time goes\n"
+    "           prefill and decode tokens/s on the CPU, and where the time goes\n"
+    "  bench gpu [--steps N]\n"
+    "           GPU runtime: decoder-layer cold/warm latency, 1B-shaped decode ms/token\n"
     "  demo     record a small trace, print it and its hash, then realize it\n"
     "\n"
     "Flags may be spelled with - or _ (--top-p, --top_p).\n";

@@ -1,6 +1,8 @@
 #include "optimizer/cuda_executor.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <cstring>
 #include <mutex>
 
@@ -42,8 +44,12 @@ uint64_t DevicePointer(const TensorData& data, DType dtype) {
 // may write into its buffer (the rule the CPU executor follows).
 absl::flat_hash_set<const Node*> InPlaceUpdates(const Trace& trace) {
   absl::flat_hash_set<const Node*> out;
+  const absl::flat_hash_set<const Node*> outputs(trace.outputs().begin(), trace.outputs().end());
   for (const Node* n : trace.nodes()) {
     if (n->is_realized() || n->op != OpKind::kSliceUpdate) continue;
+    // An intermediate 16-bit result is stored as f32: not in a 16-bit buffer.
+    const bool half = n->dtype == DType::kF16 || n->dtype == DType::kBF16;
+    if (half && !outputs.contains(n)) continue;
     const std::shared_ptr<Node>& dst = n->inputs[0];
     if (!dst->is_realized()) continue;
     if (dst.use_count() == 1 && dst->data.storage.use_count() == 1 &&
@@ -171,8 +177,15 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
   return std::shared_ptr<const Plan>(std::move(plan));
 }
 
+void CudaExecutor::ResetStats() {
+  absl::MutexLock lock(&mu_);
+  stats_ = CudaExecutorStats();
+}
+
 absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
                                                           const Bindings& bindings) {
+  const auto host_start = std::chrono::steady_clock::now();
+  std::optional<jit::CudaEvent> gpu_start, gpu_end;
   absl::StatusOr<std::shared_ptr<const Plan>> found = PlanFor(trace);
   if (!found.ok()) return found.status();
   const Plan& plan = **found;
@@ -215,6 +228,15 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
 
   const uint64_t error_word = reinterpret_cast<uint64_t>(error_word_->data());
   int64_t launches = 0;
+  if (profile_) {
+    absl::StatusOr<jit::CudaEvent> start = context_.CreateEvent();
+    absl::StatusOr<jit::CudaEvent> end = context_.CreateEvent();
+    if (!start.ok()) return start.status();
+    if (!end.ok()) return end.status();
+    gpu_start.emplace(*std::move(start));
+    gpu_end.emplace(*std::move(end));
+    if (absl::Status s = gpu_start->Record(); !s.ok()) return s;
+  }
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     const Plan::CompiledKernel& kernel = plan.kernels[k];
     const ugraph::BlockGraph& block = plan.graph.kernels[k].block;
@@ -267,9 +289,19 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
     if (absl::Status s = context_.Launch(*kernel.function, config, args); !s.ok()) return s;
     ++launches;
   }
+  double host_seconds = 0, gpu_seconds = 0;
+  if (profile_) {
+    host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+    if (absl::Status s = gpu_end->Record(); !s.ok()) return s;
+    absl::StatusOr<float> ms = jit::CudaEvent::ElapsedMilliseconds(*gpu_start, *gpu_end);
+    if (!ms.ok()) return ms.status();
+    gpu_seconds = *ms / 1e3;
+  }
   {
     absl::MutexLock lock(&mu_);
     stats_.launches += launches;
+    stats_.host_seconds += host_seconds;
+    stats_.gpu_seconds += gpu_seconds;
   }
   if (plan.reports_errors) {
     int code = 0;

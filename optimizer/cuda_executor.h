@@ -26,6 +26,10 @@ struct CudaExecutorStats {
   int64_t plan_hits = 0;      // traces that reused a plan
   int64_t kernels_compiled = 0;  // NVRTC compiles (not served by the kernel cache)
   int64_t launches = 0;
+  // With profiling on (set_profile): host time in Run until the last launch
+  // is queued, and GPU time from the first launch to the last kernel's end.
+  double host_seconds = 0;
+  double gpu_seconds = 0;
 };
 
 class CudaExecutor : public Executor {
@@ -45,6 +49,9 @@ class CudaExecutor : public Executor {
   // Fill every buffer the executor allocates with 0xff bytes (NaN, -1) before
   // kernels run, so that tests see any element a kernel fails to write.
   void set_poison_buffers(bool poison) { poison_buffers_ = poison; }
+  // Measure host and GPU time per Run (each Run then waits for its kernels).
+  void set_profile(bool profile) { profile_ = profile; }
+  void ResetStats();
   CudaExecutorStats stats() const;
   const jit::KernelCache& kernel_cache() const { return *kernel_cache_; }
 
@@ -60,6 +67,7 @@ class CudaExecutor : public Executor {
   jit::ModuleCache modules_;
   std::shared_ptr<Storage> error_word_;  // kernels report errors here
   bool poison_buffers_ = false;
+  bool profile_ = false;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Hash128, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
   CudaExecutorStats stats_ ABSL_GUARDED_BY(mu_);

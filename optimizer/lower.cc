@@ -132,6 +132,8 @@ class Lowering {
       bool is_output = false;
       for (const Node* o : trace_.outputs()) is_output |= o == n;
       t.role = is_output ? ugraph::TensorRole::kOutput : ugraph::TensorRole::kIntermediate;
+      // 16-bit floats no one outside the run sees stay in f32, as on the CPU.
+      if (!is_output && (t.dtype == DType::kF16 || t.dtype == DType::kBF16)) t.dtype = DType::kF32;
     }
     out_.graph.tensors.push_back(t);
     out_.tensor_nodes.push_back(n);
@@ -327,7 +329,8 @@ class Lowering {
     b_shape.push_back(k);
     b_shape.push_back(n);
     const bool half = mm->dtype == DType::kF16 || mm->dtype == DType::kBF16;
-    block_.tiles = half ? ugraph::MatmulTiles{64, 64, 32, true} : ugraph::MatmulTiles{64, 64, 16, false};
+    block_.tiles = half ? ugraph::MatmulTiles{64, 64, 32, true, mm->dtype}
+                        : ugraph::MatmulTiles{64, 64, 16, false, mm->dtype};
     // Small M (decode): narrower tiles give the grid enough blocks.
     if (m.is_concrete() && m.value() <= 16) block_.tiles.m = 16;
     block_.threads = half ? 128 : 256;

@@ -143,7 +143,7 @@ std::string ToText(const KernelGraph& graph) {
     }
     if (b.kind == BlockKind::kMatmul) {
       absl::StrAppend(&out, "    tiles: ", b.tiles.m, "x", b.tiles.n, "x", b.tiles.k,
-                      b.tiles.tensor_cores ? " mma" : " fma", "\n");
+                      b.tiles.tensor_cores ? " mma " : " fma ", DTypeName(b.tiles.dtype), "\n");
     }
     for (size_t i = 0; i < b.inputs.size(); ++i) {
       absl::StrAppend(&out, "    in #", i, ": ", ViewText(b.inputs[i].view), " ",

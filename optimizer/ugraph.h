@@ -33,6 +33,9 @@ enum class TensorRole : uint8_t { kInput, kOutput, kIntermediate };
 
 struct DTensor {
   int id = 0;
+  // The storage dtype. A 16-bit float intermediate is stored as f32 (values
+  // are rounded to 16 bits only where the trace's dtype semantics say so:
+  // outputs, casts, matmul operands).
   DType dtype = DType::kF32;
   Shape shape;
   TensorRole role = TensorRole::kIntermediate;
@@ -170,6 +173,7 @@ struct OutputSaver {
 struct MatmulTiles {
   int64_t m = 64, n = 64, k = 32;
   bool tensor_cores = false;  // mma.sync for f16/bf16
+  DType dtype = DType::kF32;  // of the product (its operands are rounded to it)
 };
 
 struct BlockGraph {

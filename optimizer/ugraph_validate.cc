@@ -241,7 +241,10 @@ absl::Status Validate(const KernelGraph& graph, const DeviceLimits& limits) {
       if (o.value < 0 || o.value >= static_cast<int>(g.ops.size())) {
         return Bad(k, absl::StrCat("saves missing value v", o.value));
       }
-      if (g.ops[o.value].dtype != graph.tensors[o.tensor].dtype) {
+      const DType value = g.ops[o.value].dtype;
+      const DType stored = graph.tensors[o.tensor].dtype;
+      const bool widened = stored == DType::kF32 && (value == DType::kF16 || value == DType::kBF16);
+      if (value != stored && !widened) {
         return Bad(k, absl::StrCat("saves a ", DTypeName(g.ops[o.value].dtype), " value into ",
                                    DTypeName(graph.tensors[o.tensor].dtype), " t", o.tensor));
       }

@@ -186,10 +186,10 @@ auto WithConstantOp(OpKind op, F&& f) {
 }
 
 template <typename C>
-absl::StatusOr<TensorData> RunComparison(const Node& node, Inputs inputs, const Extents& sizes) {
-  const DType in = node.inputs[0]->dtype;
-  const Operand<C> a(*inputs[0], in, sizes);
-  const Operand<C> b(*inputs[1], in, sizes);
+absl::StatusOr<TensorData> RunComparison(const Node& node, const Types& types, Inputs inputs,
+                                         const Extents& sizes) {
+  const Operand<C> a(*inputs[0], types.in[0], sizes);
+  const Operand<C> b(*inputs[1], types.in[1], sizes);
   return WithConstantOp(node.op, [&](auto op) {
     return MapInto<bool, C, 2>(DType::kBool, sizes, {&a, &b},
                                [](C x, C y) { return Compare(decltype(op)::value, x, y); });
@@ -197,68 +197,76 @@ absl::StatusOr<TensorData> RunComparison(const Node& node, Inputs inputs, const 
 }
 
 template <typename C>
-absl::StatusOr<TensorData> RunWhere(const Node& node, Inputs inputs, const Extents& sizes) {
+absl::StatusOr<TensorData> RunWhere(const Types& types, Inputs inputs, const Extents& sizes) {
   // The condition is read as C too (0 or 1), so all three operands share a type.
-  const Operand<C> cond(*inputs[0], DType::kBool, sizes);
-  const Operand<C> a(*inputs[1], node.dtype, sizes);
-  const Operand<C> b(*inputs[2], node.dtype, sizes);
-  return MapInto<C, C, 3>(node.dtype, sizes, {&cond, &a, &b},
+  const Operand<C> cond(*inputs[0], types.in[0], sizes);
+  const Operand<C> a(*inputs[1], types.in[1], sizes);
+  const Operand<C> b(*inputs[2], types.in[2], sizes);
+  return MapInto<C, C, 3>(types.out, sizes, {&cond, &a, &b},
                           [](C c, C x, C y) { return c != C(0) ? x : y; });
 }
 
-absl::StatusOr<TensorData> RunCast(const Node& node, const TensorData& input) {
-  const DType from = node.inputs[0]->dtype;
+// Rounds to the node's dtype (a cast always does), then stores as types.out.
+absl::StatusOr<TensorData> RunCast(const Node& node, const Types& types, const TensorData& input) {
+  const DType from = types.in[0];
   const int64_t n = input.num_elements();
   std::vector<char> dense(static_cast<size_t>(n) * DTypeSize(from));
   CopyStridedToDense(input, DTypeSize(from), dense.data());
-  absl::StatusOr<TensorData> out = AllocateHostTensor(node.dtype, input.sizes);
+  absl::StatusOr<TensorData> out = AllocateHostTensor(types.out, input.sizes);
   if (!out.ok()) return out.status();
-  ConvertElements(from, dense.data(), node.dtype, out->storage->data(), n);
+  if (types.out == node.dtype) {
+    ConvertElements(from, dense.data(), node.dtype, out->storage->data(), n);
+  } else {
+    std::vector<char> rounded(static_cast<size_t>(n) * DTypeSize(node.dtype));
+    ConvertElements(from, dense.data(), node.dtype, rounded.data(), n);
+    ConvertElements(node.dtype, rounded.data(), types.out, out->storage->data(), n);
+  }
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<TensorData> RunElementwise(const Node& node, Inputs inputs,
+absl::StatusOr<TensorData> RunElementwise(const Node& node, const Types& types, Inputs inputs,
                                           const Extents& sizes) {
   const OpKind op = node.op;
-  if (op == OpKind::kCast) return RunCast(node, *inputs[0]);
+  if (op == OpKind::kCast) return RunCast(node, types, *inputs[0]);
   if (op == OpKind::kWhere) {
-    return ComputesInFloat(node.dtype) ? RunWhere<float>(node, inputs, sizes)
-                                       : RunWhere<int64_t>(node, inputs, sizes);
+    return ComputesInFloat(node.dtype) ? RunWhere<float>(types, inputs, sizes)
+                                       : RunWhere<int64_t>(types, inputs, sizes);
   }
   if (IsComparison(op)) {
-    return ComputesInFloat(node.inputs[0]->dtype) ? RunComparison<float>(node, inputs, sizes)
-                                                  : RunComparison<int64_t>(node, inputs, sizes);
+    return ComputesInFloat(node.inputs[0]->dtype)
+               ? RunComparison<float>(node, types, inputs, sizes)
+               : RunComparison<int64_t>(node, types, inputs, sizes);
   }
   if (IsUnary(op)) {
     if (ComputesInFloat(node.dtype)) {
-      const Operand<float> a(*inputs[0], node.dtype, sizes);
+      const Operand<float> a(*inputs[0], types.in[0], sizes);
       return WithConstantOp(op, [&](auto k) {
-        return MapInto<float, float, 1>(node.dtype, sizes, {&a}, [](float x) {
+        return MapInto<float, float, 1>(types.out, sizes, {&a}, [](float x) {
           return UnaryFloat(decltype(k)::value, x);
         });
       });
     }
-    const Operand<int64_t> a(*inputs[0], node.dtype, sizes);
+    const Operand<int64_t> a(*inputs[0], types.in[0], sizes);
     return WithConstantOp(op, [&](auto k) {
-      return MapInto<int64_t, int64_t, 1>(node.dtype, sizes, {&a}, [](int64_t x) {
+      return MapInto<int64_t, int64_t, 1>(types.out, sizes, {&a}, [](int64_t x) {
         return UnaryInt(decltype(k)::value, x);
       });
     });
   }
   if (IsArithmetic(op)) {
     if (ComputesInFloat(node.dtype)) {
-      const Operand<float> a(*inputs[0], node.dtype, sizes);
-      const Operand<float> b(*inputs[1], node.dtype, sizes);
+      const Operand<float> a(*inputs[0], types.in[0], sizes);
+      const Operand<float> b(*inputs[1], types.in[1], sizes);
       return WithConstantOp(op, [&](auto k) {
-        return MapInto<float, float, 2>(node.dtype, sizes, {&a, &b}, [](float x, float y) {
+        return MapInto<float, float, 2>(types.out, sizes, {&a, &b}, [](float x, float y) {
           return BinaryFloat(decltype(k)::value, x, y);
         });
       });
     }
-    const Operand<int64_t> a(*inputs[0], node.dtype, sizes);
-    const Operand<int64_t> b(*inputs[1], node.dtype, sizes);
+    const Operand<int64_t> a(*inputs[0], types.in[0], sizes);
+    const Operand<int64_t> b(*inputs[1], types.in[1], sizes);
     if (op == OpKind::kDiv) {
       bool zero = false;
       MapInto<bool, int64_t, 1>(DType::kBool, sizes, {&b}, [&](int64_t y) {
@@ -272,7 +280,7 @@ absl::StatusOr<TensorData> RunElementwise(const Node& node, Inputs inputs,
       }
     }
     return WithConstantOp(op, [&](auto k) {
-      return MapInto<int64_t, int64_t, 2>(node.dtype, sizes, {&a, &b},
+      return MapInto<int64_t, int64_t, 2>(types.out, sizes, {&a, &b},
                                           [](int64_t x, int64_t y) {
                                             return BinaryInt(decltype(k)::value, x, y);
                                           });

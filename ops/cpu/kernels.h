@@ -3,6 +3,7 @@
 #ifndef KILN_OPS_CPU_KERNELS_H_
 #define KILN_OPS_CPU_KERNELS_H_
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "tensor/dim.h"
@@ -13,23 +14,34 @@ namespace kiln::cpu {
 
 using Inputs = absl::Span<const TensorData* const>;
 
+// The dtypes the values are stored in. A 16-bit float that is not a result
+// the caller sees is kept in f32 between ops (see CpuExecutor), so these can
+// differ from the nodes' dtypes, which still decide how values are computed
+// and rounded (casts and sources round to the node's dtype).
+struct Types {
+  DType out = DType::kF32;
+  absl::InlinedVector<DType, 4> in;
+};
+
 // constant, iota, random
-absl::StatusOr<TensorData> RunSource(const Node& node, const Extents& sizes,
+absl::StatusOr<TensorData> RunSource(const Node& node, const Types& types, const Extents& sizes,
                                      const Bindings& bindings);
 // unary, binary, cast, where
-absl::StatusOr<TensorData> RunElementwise(const Node& node, Inputs inputs,
+absl::StatusOr<TensorData> RunElementwise(const Node& node, const Types& types, Inputs inputs,
                                           const Extents& sizes);
-absl::StatusOr<TensorData> RunReduce(const Node& node, const TensorData& input,
+absl::StatusOr<TensorData> RunReduce(const Node& node, const Types& types, const TensorData& input,
                                      const Extents& sizes);
-absl::StatusOr<TensorData> RunMatmul(const Node& node, const TensorData& a,
+absl::StatusOr<TensorData> RunMatmul(const Node& node, const Types& types, const TensorData& a,
                                      const TensorData& b, const Extents& sizes);
 // reshape, permute, slice, expand: views where possible
-absl::StatusOr<TensorData> RunView(const Node& node, const TensorData& input,
+absl::StatusOr<TensorData> RunView(const Node& node, const Types& types, const TensorData& input,
                                    const Extents& sizes, const Bindings& bindings);
-// contiguous, concat, index_select, slice_update. `overwrite_dst`: the first
-// input of slice_update may be updated in place.
-absl::StatusOr<TensorData> RunMovement(const Node& node, Inputs inputs, const Extents& sizes,
-                                       const Bindings& bindings, bool overwrite_dst);
+// contiguous, concat, index_select, slice_update; their data inputs are
+// stored as types.out. `overwrite_dst`: the first input of slice_update may
+// be updated in place.
+absl::StatusOr<TensorData> RunMovement(const Node& node, const Types& types, Inputs inputs,
+                                       const Extents& sizes, const Bindings& bindings,
+                                       bool overwrite_dst);
 
 }  // namespace kiln::cpu
 

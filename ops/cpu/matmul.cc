@@ -63,7 +63,7 @@ int64_t Dot(const int64_t* a, const int64_t* b, int64_t k) {
 }
 
 template <typename C>
-absl::StatusOr<TensorData> MatmulTyped(const Node& node, const TensorData& a,
+absl::StatusOr<TensorData> MatmulTyped(const Types& types, const TensorData& a,
                                        const TensorData& b, const Extents& sizes) {
   const int rank = static_cast<int>(sizes.size());
   const int64_t m = sizes[rank - 2];
@@ -74,12 +74,12 @@ absl::StatusOr<TensorData> MatmulTyped(const Node& node, const TensorData& a,
   TensorData bt = b;
   std::swap(bt.sizes[bt.sizes.size() - 1], bt.sizes[bt.sizes.size() - 2]);
   std::swap(bt.strides[bt.strides.size() - 1], bt.strides[bt.strides.size() - 2]);
-  const MatrixOperand<C> lhs(a, node.dtype, out_batch);
-  const MatrixOperand<C> rhs(bt, node.dtype, out_batch);
+  const MatrixOperand<C> lhs(a, types.in[0], out_batch);
+  const MatrixOperand<C> rhs(bt, types.in[1], out_batch);
 
-  absl::StatusOr<TensorData> out = AllocateHostTensor(node.dtype, sizes);
+  absl::StatusOr<TensorData> out = AllocateHostTensor(types.out, sizes);
   if (!out.ok()) return out.status();
-  const bool direct = node.dtype == kComputeDType<C>;
+  const bool direct = types.out == kComputeDType<C>;
   const int64_t total = NumElements(sizes);
   std::unique_ptr<C[]> staging;
   C* dst = direct ? out->template ptr<C>() : (staging = std::make_unique<C[]>(total)).get();
@@ -102,16 +102,31 @@ absl::StatusOr<TensorData> MatmulTyped(const Node& node, const TensorData& a,
                     }
                   }
                 });
-  if (!direct) ConvertElements(kComputeDType<C>, dst, node.dtype, out->storage->data(), total);
+  if (!direct) ConvertElements(kComputeDType<C>, dst, types.out, out->storage->data(), total);
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<TensorData> RunMatmul(const Node& node, const TensorData& a, const TensorData& b,
-                                     const Extents& sizes) {
-  if (ComputesInFloat(node.dtype)) return MatmulTyped<float>(node, a, b, sizes);
-  return MatmulTyped<int64_t>(node, a, b, sizes);
+absl::StatusOr<TensorData> RunMatmul(const Node& node, const Types& types, const TensorData& a,
+                                     const TensorData& b, const Extents& sizes) {
+  if (!ComputesInFloat(node.dtype)) return MatmulTyped<int64_t>(types, a, b, sizes);
+  // Operands kept wider than the matmul's dtype are rounded to it first: a
+  // 16-bit product takes 16-bit operands, as the GPU's tensor cores do.
+  TensorData operands[2] = {a, b};
+  Types rounded = types;
+  for (int k = 0; k < 2; ++k) {
+    if (types.in[k] == node.dtype) continue;
+    absl::StatusOr<TensorData> narrow = AllocateHostTensor(node.dtype, operands[k].sizes);
+    if (!narrow.ok()) return narrow.status();
+    const int64_t n = operands[k].num_elements();
+    std::vector<char> dense(static_cast<size_t>(n) * DTypeSize(types.in[k]));
+    CopyStridedToDense(operands[k], DTypeSize(types.in[k]), dense.data());
+    ConvertElements(types.in[k], dense.data(), node.dtype, narrow->storage->data(), n);
+    operands[k] = *std::move(narrow);
+    rounded.in[k] = node.dtype;
+  }
+  return MatmulTyped<float>(rounded, operands[0], operands[1], sizes);
 }
 
 }  // namespace kiln::cpu

@@ -32,7 +32,7 @@ TensorData ReducedAxesLast(const TensorData& in, const ReduceAttrs& attrs, int64
 
 // Reduces consecutive runs of `inner` elements of `in` (dense).
 template <typename C>
-absl::StatusOr<TensorData> ReduceRows(const Node& node, const C* in, int64_t inner,
+absl::StatusOr<TensorData> ReduceRows(const Node& node, DType out_dtype, const C* in, int64_t inner,
                                       const Extents& sizes) {
   xt::xarray<C> out(ToArrayShape(sizes));
   const int64_t rows = static_cast<int64_t>(out.size());
@@ -64,12 +64,12 @@ absl::StatusOr<TensorData> ReduceRows(const Node& node, const C* in, int64_t inn
       out.data()[r] = static_cast<int64_t>(total);
     }
   }
-  return Store(out, node.dtype);
+  return Store(out, out_dtype);
 }
 
 }  // namespace
 
-absl::StatusOr<TensorData> RunReduce(const Node& node, const TensorData& input,
+absl::StatusOr<TensorData> RunReduce(const Node& node, const Types& types, const TensorData& input,
                                      const Extents& sizes) {
   const auto& attrs = std::get<ReduceAttrs>(node.attrs);
   int64_t inner = 0;
@@ -80,12 +80,13 @@ absl::StatusOr<TensorData> RunReduce(const Node& node, const TensorData& input,
                                                    node.inputs[0]->shape.ToString()));
   }
   if (ComputesInFloat(node.dtype)) {
-    if (node.dtype == DType::kF32 && view.is_contiguous()) {
-      return ReduceRows<float>(node, view.ptr<float>(), inner, sizes);
+    if (types.in[0] == DType::kF32 && view.is_contiguous()) {
+      return ReduceRows<float>(node, types.out, view.ptr<float>(), inner, sizes);
     }
-    return ReduceRows<float>(node, Load<float>(view, node.dtype).data(), inner, sizes);
+    return ReduceRows<float>(node, types.out, Load<float>(view, types.in[0]).data(), inner, sizes);
   }
-  return ReduceRows<int64_t>(node, Load<int64_t>(view, node.dtype).data(), inner, sizes);
+  return ReduceRows<int64_t>(node, types.out, Load<int64_t>(view, types.in[0]).data(), inner,
+                             sizes);
 }
 
 }  // namespace kiln::cpu

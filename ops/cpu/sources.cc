@@ -8,18 +8,25 @@
 namespace kiln::cpu {
 namespace {
 
+// Rounds the values to `dtype` once, then stores them as `storage`.
 absl::StatusOr<TensorData> StoreValues(const std::vector<double>& values, DType dtype,
-                                       const Extents& sizes) {
-  absl::StatusOr<TensorData> out = AllocateHostTensor(dtype, sizes);
+                                       DType storage, const Extents& sizes) {
+  absl::StatusOr<TensorData> out = AllocateHostTensor(storage, sizes);
   if (!out.ok()) return out.status();
-  ConvertFromDouble(values.data(), dtype, out->storage->data(),
-                    static_cast<int64_t>(values.size()));
+  const int64_t n = static_cast<int64_t>(values.size());
+  if (storage == dtype) {
+    ConvertFromDouble(values.data(), dtype, out->storage->data(), n);
+  } else {
+    std::vector<char> rounded(static_cast<size_t>(n) * DTypeSize(dtype));
+    ConvertFromDouble(values.data(), dtype, rounded.data(), n);
+    ConvertElements(dtype, rounded.data(), storage, out->storage->data(), n);
+  }
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<TensorData> RunSource(const Node& node, const Extents& sizes,
+absl::StatusOr<TensorData> RunSource(const Node& node, const Types& types, const Extents& sizes,
                                      const Bindings& bindings) {
   std::vector<double> values(static_cast<size_t>(NumElements(sizes)));
   if (const auto* c = std::get_if<ConstantAttrs>(&node.attrs)) {
@@ -37,7 +44,7 @@ absl::StatusOr<TensorData> RunSource(const Node& node, const Extents& sizes,
                       : r->a + r->b * random_bits::Normal(r->seed, i);
     }
   }
-  return StoreValues(values, node.dtype, sizes);
+  return StoreValues(values, node.dtype, types.out, sizes);
 }
 
 }  // namespace kiln::cpu

@@ -125,7 +125,7 @@ absl::Status GenerateSimt(Emitter& e, const BlockGraph& b) {
   }
   const ugraph::View& av = b.inputs[0].view;
   const ugraph::View& bv = b.inputs[1].view;
-  const DType in_dtype = e.graph().tensors[av.tensor].dtype;
+  const DType in_dtype = b.tiles.dtype;
   const bool is_float = IsFloating(in_dtype);
   const std::string ct = is_float ? "float" : "i64";
   const int r = av.shape.rank();
@@ -137,14 +137,16 @@ absl::Status GenerateSimt(Emitter& e, const BlockGraph& b) {
   e.Linef(ct, " acc[", tm, "][", tn, "];");
   e.Linef("for (int i = 0; i < ", tm, "; ++i) for (int j = 0; j < ", tn, "; ++j) acc[i][j] = 0;");
   e.Open(absl::StrCat("for (i64 k0 = 0; k0 < K; k0 += ", bk, ")"));
-  const std::string loader = absl::StrCat("load_", DTypeSuffix(in_dtype));
+  const auto loader = [&](const ugraph::View& view) {
+    return absl::StrCat("load_", DTypeSuffix(e.graph().tensors[view.tensor].dtype));
+  };
   // A tile: x = m, y = k. B tile: x = n, y = k.
   LoadTile(e, b, o, 0, bm, bk, ContiguousDim(e.graph(), av) != r - 2, "m0", "k0", "M", "K", true, ct,
-           loader, [](const std::string& x, const std::string& y) {
+           loader(av), [](const std::string& x, const std::string& y) {
              return absl::StrCat("As[", y, "][", x, "] = value;");
            });
   LoadTile(e, b, o, 1, bn, bk, ContiguousDim(e.graph(), bv) == r - 2, "n0", "k0", "N", "K", false, ct,
-           loader, [](const std::string& x, const std::string& y) {
+           loader(bv), [](const std::string& x, const std::string& y) {
              return absl::StrCat("Bs[", y, "][", x, "] = value;");
            });
   e.Line("__syncthreads();");
@@ -175,7 +177,7 @@ absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
   }
   const ugraph::View& av = b.inputs[0].view;
   const ugraph::View& bv = b.inputs[1].view;
-  const DType in_dtype = e.graph().tensors[av.tensor].dtype;
+  const DType in_dtype = b.tiles.dtype;
   if (in_dtype != DType::kF16 && in_dtype != DType::kBF16) {
     return absl::UnimplementedError("codegen: mma matmul needs f16 or bf16 operands");
   }
@@ -194,13 +196,19 @@ absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
   e.Linef("for (int i = 0; i < ", mt, "; ++i) for (int j = 0; j < ", nt,
           "; ++j) for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;");
   e.Open(absl::StrCat("for (i64 k0 = 0; k0 < K; k0 += ", bk, ")"));
-  const std::string loader = "load_raw16";
+  // 16-bit operands load as they are; wider ones (f32 intermediates) are
+  // rounded to the product's dtype, which the tensor cores take.
+  const auto loader = [&](const ugraph::View& view) {
+    const DType stored = e.graph().tensors[view.tensor].dtype;
+    if (stored == in_dtype) return std::string("load_raw16");
+    return std::string(in_dtype == DType::kF16 ? "load_f32_as_f16" : "load_f32_as_bf16");
+  };
   LoadTile(e, b, o, 0, bm, bk, ContiguousDim(e.graph(), av) != r - 2, "m0", "k0", "M", "K", true,
-           "unsigned short", loader, [](const std::string& x, const std::string& y) {
+           "unsigned short", loader(av), [](const std::string& x, const std::string& y) {
              return absl::StrCat("As[", x, "][", y, "] = value;");
            });
   LoadTile(e, b, o, 1, bn, bk, ContiguousDim(e.graph(), bv) == r - 2, "n0", "k0", "N", "K", false,
-           "unsigned short", loader, [](const std::string& x, const std::string& y) {
+           "unsigned short", loader(bv), [](const std::string& x, const std::string& y) {
              return absl::StrCat("Bs[", x, "][", y, "] = value;");
            });
   e.Line("__syncthreads();");

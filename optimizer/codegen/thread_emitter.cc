@@ -9,6 +9,17 @@ using ugraph::ScalarOp;
 
 std::string OpFunction(OpKind op) { return absl::StrCat("op_", OpName(op)); }
 
+// Integer results wrap at their width after every op; floats keep f32
+// precision inside a kernel (casts and stores round them).
+std::string Round(DType dtype, const std::string& value) {
+  if (IsFloating(dtype)) return value;
+  return absl::StrCat("round_", DTypeSuffix(dtype), "(", value, ")");
+}
+
+std::string ThreadEmitter::StorageSuffix(int tensor) const {
+  return DTypeSuffix(e_.graph().tensors[tensor].dtype);
+}
+
 std::vector<std::string> ThreadEmitter::Emit(const ugraph::ThreadGraph& graph,
                                              const std::vector<int>* roots) {
   graph_ = &graph;
@@ -37,7 +48,8 @@ std::string ThreadEmitter::EmitOp(const ScalarOp& op, const std::vector<std::str
     case ScalarOp::Kind::kLoad: {
       const ugraph::View& view = block_.inputs[op.input].view;
       const std::string offset = e_.Offset(view, coords_);
-      e_.Linef("const ", type, " ", v, " = load_", dt, "(p.t[", e_.Slot(view.tensor), "], ", offset, ");");
+      e_.Linef("const ", type, " ", v, " = load_", StorageSuffix(view.tensor), "(p.t[",
+               e_.Slot(view.tensor), "], ", offset, ");");
       return v;
     }
     case ScalarOp::Kind::kConstant:
@@ -66,10 +78,11 @@ std::string ThreadEmitter::EmitOp(const ScalarOp& op, const std::vector<std::str
       return v;
     }
     case ScalarOp::Kind::kAccumulator:
-      e_.Linef("const ", type, " ", v, " = round_", dt, "(", accumulators_[op.input], ");");
+      e_.Linef("const ", type, " ", v, " = ", Round(op.dtype, accumulators_[op.input]), ";");
       return v;
     case ScalarOp::Kind::kUnary:
-      e_.Linef("const ", type, " ", v, " = round_", dt, "(", OpFunction(op.op), "(", arg(0), "));");
+      e_.Linef("const ", type, " ", v, " = ",
+               Round(op.dtype, absl::StrCat(OpFunction(op.op), "(", arg(0), ")")), ";");
       return v;
     case ScalarOp::Kind::kBinary:
       if (IsComparison(op.op)) {
@@ -77,8 +90,9 @@ std::string ThreadEmitter::EmitOp(const ScalarOp& op, const std::vector<std::str
       } else if (op.op == OpKind::kDiv && !IsFloating(op.dtype)) {
         e_.Linef("const i64 ", v, " = round_", dt, "(op_div(", arg(0), ", ", arg(1), ", p.err));");
       } else {
-        e_.Linef("const ", type, " ", v, " = round_", dt, "(", OpFunction(op.op), "(", arg(0), ", ",
-                 arg(1), "));");
+        e_.Linef("const ", type, " ", v, " = ",
+                 Round(op.dtype, absl::StrCat(OpFunction(op.op), "(", arg(0), ", ", arg(1), ")")),
+                 ";");
       }
       return v;
     case ScalarOp::Kind::kWhere:
@@ -111,7 +125,7 @@ std::string ThreadEmitter::EmitGather(const ScalarOp& op, const std::string& ind
   x.push_back(g);
   x.insert(x.end(), c.begin() + op.axis + op.index_rank, c.end());
   const std::string v = e_.Fresh("v");
-  e_.Linef("const ", ComputeType(op.dtype), " ", v, " = load_", DTypeSuffix(op.dtype), "(p.t[",
+  e_.Linef("const ", ComputeType(op.dtype), " ", v, " = load_", StorageSuffix(source.tensor), "(p.t[",
            e_.Slot(source.tensor), "], ", e_.Offset(source, x), ");");
   return v;
 }
@@ -130,7 +144,7 @@ std::string ThreadEmitter::EmitSelect(const ScalarOp& op) {
     std::vector<std::string> shifted = c;
     shifted[op.axis] = e_.Fresh("c");
     e_.Linef("const i64 ", shifted[op.axis], " = ", c[op.axis], " - ", lo, ";");
-    e_.Linef(v, " = load_", DTypeSuffix(op.dtype), "(p.t[", e_.Slot(view.tensor), "], ",
+    e_.Linef(v, " = load_", StorageSuffix(view.tensor), "(p.t[", e_.Slot(view.tensor), "], ",
              e_.Offset(view, shifted), ");");
     e_.Close();
   }

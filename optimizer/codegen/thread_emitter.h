@@ -26,6 +26,8 @@ class ThreadEmitter {
   std::string EmitOp(const ugraph::ScalarOp& op, const std::vector<std::string>& values);
   std::string EmitGather(const ugraph::ScalarOp& op, const std::string& index);
   std::string EmitSelect(const ugraph::ScalarOp& op);
+  // The load/store suffix of a DTensor's storage dtype.
+  std::string StorageSuffix(int tensor) const;
 
   Emitter& e_;
   const ugraph::BlockGraph& block_;
@@ -36,6 +38,8 @@ class ThreadEmitter {
 
 // The name of an op's device function: op_exp, op_add, ...
 std::string OpFunction(OpKind op);
+// `value` (of `dtype`) as a kernel keeps it between ops.
+std::string Round(DType dtype, const std::string& value);
 
 }  // namespace kiln::codegen
 

@@ -130,3 +130,13 @@ __device__ __forceinline__ unsigned short load_raw16(const void* p, i64 i) {
   return static_cast<const unsigned short*>(p)[i];
 }
 }  // namespace kiln
+
+namespace kiln {
+// An f32-stored value rounded to the 16-bit type a tensor-core tile takes.
+__device__ __forceinline__ unsigned short load_f32_as_f16(const void* p, i64 i) {
+  return float_to_f16(static_cast<const float*>(p)[i]);
+}
+__device__ __forceinline__ unsigned short load_f32_as_bf16(const void* p, i64 i) {
+  return float_to_bf16(static_cast<const float*>(p)[i]);
+}
+}  // namespace kiln

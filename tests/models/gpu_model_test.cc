@@ -6,6 +6,7 @@
 
 #include "models/generate.h"
 #include "models/load_model.h"
+#include "models/random_weights.h"
 #include "ops/ops.h"
 #include "optimizer/cuda_executor.h"
 #include "tests/test_util.h"
@@ -49,42 +50,6 @@ double RelativeL2(const std::vector<float>& a, const std::vector<float>& b) {
     norm += double(b[i]) * b[i];
   }
   return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
-// Random weights made on the GPU (fast), copied to the host for the CPU side.
-LlamaWeights RandomWeights(const LlamaConfig& c) {
-  uint64_t seed = 100;
-  std::vector<Tensor> all;
-  const auto normal = [&](Shape shape, double stddev) {
-    Tensor t = random_normal(shape, seed++, 0, stddev, c.dtype, Device::Cuda());
-    all.push_back(t);
-    return t;
-  };
-  const auto norm = [&](int64_t n) {
-    Tensor t = random_uniform({n}, seed++, 0.8, 1.2, c.dtype, Device::Cuda());
-    all.push_back(t);
-    return t;
-  };
-  const int64_t d = c.dim, kv = c.kv_dim(), h = c.hidden_dim;
-  LlamaWeights w;
-  w.embedding = normal({c.vocab_size, d}, 0.02);
-  for (int l = 0; l < c.n_layers; ++l) {
-    LlamaLayerWeights layer;
-    layer.attention_norm = norm(d);
-    layer.wq = normal({d, d}, 0.02);
-    layer.wk = normal({kv, d}, 0.02);
-    layer.wv = normal({kv, d}, 0.02);
-    layer.wo = normal({d, d}, 0.02);
-    layer.ffn_norm = norm(d);
-    layer.w_gate = normal({h, d}, 0.02);
-    layer.w_up = normal({h, d}, 0.02);
-    layer.w_down = normal({d, h}, 0.02);
-    w.layers.push_back(layer);
-  }
-  w.final_norm = norm(d);
-  w.classifier = w.embedding;
-  EXPECT_TRUE(RealizeAll(all).ok());
-  return w;
 }
 
 LlamaWeights ToHost(const LlamaWeights& w) {
@@ -144,7 +109,9 @@ TEST(GpuModel, Llama1BShapedLogitsMatchTheCpuReference) {
   c.norm_eps = 1e-5;
   c.tied_embeddings = true;
   c.dtype = DType::kBF16;
-  const LlamaWeights gpu_weights = RandomWeights(c);
+  absl::StatusOr<LlamaWeights> random = RandomLlamaWeights(c, 100, Device::Cuda());
+  ASSERT_TRUE(random.ok()) << random.status();
+  const LlamaWeights& gpu_weights = *random;
   absl::StatusOr<LlamaModel> gpu = LlamaModel::Create(c, gpu_weights);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   absl::StatusOr<LlamaModel> cpu = LlamaModel::Create(c, ToHost(gpu_weights));

@@ -1,0 +1,47 @@
+#include "models/random_weights.h"
+
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace kiln::models {
+
+absl::StatusOr<LlamaWeights> RandomLlamaWeights(const LlamaConfig& c, uint64_t seed,
+                                                Device device) {
+  if (absl::Status s = c.Validate("RandomLlamaWeights"); !s.ok()) return s;
+  std::vector<Tensor> all;
+  const auto normal = [&](Shape shape) {
+    all.push_back(random_normal(shape, seed++, 0, 0.02, c.dtype, device));
+    return all.back();
+  };
+  const auto norm = [&](int64_t n) {
+    all.push_back(random_uniform({n}, seed++, 0.8, 1.2, c.dtype, device));
+    return all.back();
+  };
+  const int64_t d = c.dim, kv = c.kv_dim(), h = c.hidden_dim, head = c.head_dim();
+  LlamaWeights w;
+  w.embedding = normal({c.vocab_size, d});
+  for (int l = 0; l < c.n_layers; ++l) {
+    LlamaLayerWeights layer;
+    layer.attention_norm = norm(d);
+    layer.wq = normal({d, d});
+    layer.wk = normal({kv, d});
+    layer.wv = normal({kv, d});
+    layer.wo = normal({d, d});
+    layer.ffn_norm = norm(d);
+    layer.w_gate = normal({h, d});
+    layer.w_up = normal({h, d});
+    layer.w_down = normal({d, h});
+    if (c.qk_norm) {
+      layer.q_norm = norm(head);
+      layer.k_norm = norm(head);
+    }
+    w.layers.push_back(std::move(layer));
+  }
+  w.final_norm = norm(d);
+  w.classifier = c.tied_embeddings ? w.embedding : normal({c.vocab_size, d});
+  if (absl::Status s = RealizeAll(all); !s.ok()) return s;
+  return w;
+}
+
+}  // namespace kiln::models
