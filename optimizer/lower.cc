@@ -329,11 +329,21 @@ class Lowering {
     b_shape.push_back(k);
     b_shape.push_back(n);
     const bool half = mm->dtype == DType::kF16 || mm->dtype == DType::kBF16;
-    block_.tiles = half ? ugraph::MatmulTiles{64, 64, 32, true, mm->dtype}
-                        : ugraph::MatmulTiles{64, 64, 16, false, mm->dtype};
-    // Small M (decode): narrower tiles give the grid enough blocks.
-    if (m.is_concrete() && m.value() <= 16) block_.tiles.m = 16;
-    block_.threads = half ? 128 : 256;
+    using ugraph::MatmulAlgorithm;
+    if (m.is_concrete() && m.value() <= 4) {
+      // Decode: too few rows for tiles; a warp per output column streams B.
+      block_.tiles = {m.value(), 8, 1, MatmulAlgorithm::kWarpDot, mm->dtype};
+      block_.threads = 256;
+    } else if (half) {
+      block_.tiles = {64, 64, 32, MatmulAlgorithm::kTensorCore, mm->dtype};
+      // Small M: narrower tiles give the grid enough blocks.
+      if (m.is_concrete() && m.value() <= 16) block_.tiles.m = 16;
+      block_.threads = 128;
+    } else {
+      block_.tiles = {64, 64, 16, MatmulAlgorithm::kSimt, mm->dtype};
+      if (m.is_concrete() && m.value() <= 16) block_.tiles.m = 16;
+      block_.threads = 256;
+    }
     const int ia = Iterator(a, Broadcast(a->shape, a_shape, {}));
     const int ib = Iterator(b, Broadcast(b->shape, b_shape, {}));
     KILN_CHECK(ia == 0 && ib == 1, "matmul operands must be the first two inputs");

@@ -112,6 +112,15 @@ std::string ScalarKindName(ScalarOp::Kind kind) {
   return "?";
 }
 
+std::string MatmulAlgorithmName(MatmulAlgorithm algorithm) {
+  switch (algorithm) {
+    case MatmulAlgorithm::kSimt: return "simt";
+    case MatmulAlgorithm::kTensorCore: return "mma";
+    case MatmulAlgorithm::kWarpDot: return "warp_dot";
+  }
+  return "?";
+}
+
 std::string ViewKindName(ViewStep::Kind kind) {
   switch (kind) {
     case ViewStep::Kind::kPermute: return "permute";
@@ -143,7 +152,7 @@ std::string ToText(const KernelGraph& graph) {
     }
     if (b.kind == BlockKind::kMatmul) {
       absl::StrAppend(&out, "    tiles: ", b.tiles.m, "x", b.tiles.n, "x", b.tiles.k,
-                      b.tiles.tensor_cores ? " mma " : " fma ", DTypeName(b.tiles.dtype), "\n");
+                      MatmulAlgorithmName(b.tiles.algorithm), " ", DTypeName(b.tiles.dtype), "\n");
     }
     for (size_t i = 0; i < b.inputs.size(); ++i) {
       absl::StrAppend(&out, "    in #", i, ": ", ViewText(b.inputs[i].view), " ",

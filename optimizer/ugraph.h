@@ -170,9 +170,17 @@ struct OutputSaver {
   Dim shift;
 };
 
+enum class MatmulAlgorithm : uint8_t {
+  kSimt,        // shared-memory tiles, FMA per thread (f32, integers)
+  kTensorCore,  // shared-memory tiles, mma.sync (f16, bf16)
+  kWarpDot,     // a few rows of A (decode): one warp per output column, a
+                // dot product along K; no shared memory, enough warps to
+                // stream B at memory bandwidth
+};
+
 struct MatmulTiles {
-  int64_t m = 64, n = 64, k = 32;
-  bool tensor_cores = false;  // mma.sync for f16/bf16
+  int64_t m = 64, n = 64, k = 32;  // kWarpDot: m = all rows, n = columns per block
+  MatmulAlgorithm algorithm = MatmulAlgorithm::kSimt;
   DType dtype = DType::kF32;  // of the product (its operands are rounded to it)
 };
 
@@ -213,6 +221,7 @@ struct KernelGraph {
 std::string BlockKindName(BlockKind kind);
 std::string ScalarKindName(ScalarOp::Kind kind);
 std::string ViewKindName(ViewStep::Kind kind);
+std::string MatmulAlgorithmName(MatmulAlgorithm algorithm);
 
 // Human-readable text and Graphviz DOT.
 std::string ToText(const KernelGraph& graph);

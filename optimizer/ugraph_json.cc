@@ -246,7 +246,7 @@ json BlockJson(const BlockGraph& b) {
           {"inputs", inputs},
           {"phases", phases},
           {"epilogue", ThreadJson(b.epilogue)},
-          {"tiles", {b.tiles.m, b.tiles.n, b.tiles.k, b.tiles.tensor_cores,
+          {"tiles", {b.tiles.m, b.tiles.n, b.tiles.k, static_cast<int>(b.tiles.algorithm),
                      std::string(DTypeName(b.tiles.dtype))}},
           {"iteration_shape", ShapeJson(b.iteration_shape)},
           {"reduced_axes", b.reduced_axes},
@@ -277,8 +277,8 @@ BlockGraph BlockFrom(const json& j) {
   }
   b.epilogue = ThreadFrom(j.at("epilogue"));
   const json& t = j.at("tiles");
-  b.tiles = {AsInt64(t.at(0)), AsInt64(t.at(1)), AsInt64(t.at(2)), t.at(3).get<bool>(),
-             DTypeFrom(t.at(4))};
+  b.tiles = {AsInt64(t.at(0)), AsInt64(t.at(1)), AsInt64(t.at(2)),
+             EnumFrom<MatmulAlgorithm>(t.at(3), 3, "matmul algorithm"), DTypeFrom(t.at(4))};
   b.iteration_shape = ShapeFrom(j.at("iteration_shape"));
   b.reduced_axes = AsInts(j.at("reduced_axes"));
   for (const json& o : j.at("outputs")) {

@@ -128,8 +128,10 @@ int64_t SharedMemoryBytes(const BlockGraph& block) {
     case BlockKind::kRowReduce:
       return 32 * 8 * 2;  // one partial per warp, per accumulator pair
     case BlockKind::kMatmul: {
-      const int64_t element = block.tiles.tensor_cores ? 2 : 4;
-      const int64_t stages = block.tiles.tensor_cores ? 2 : 1;
+      if (block.tiles.algorithm == MatmulAlgorithm::kWarpDot) return 0;
+      const bool mma = block.tiles.algorithm == MatmulAlgorithm::kTensorCore;
+      const int64_t element = mma ? 2 : 4;
+      const int64_t stages = mma ? 2 : 1;
       return stages * (block.tiles.m * block.tiles.k + block.tiles.k * block.tiles.n) * element;
     }
   }

@@ -235,10 +235,70 @@ absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
   return absl::OkStatus();
 }
 
+absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
+  const int64_t rows = b.tiles.m, per_block = b.tiles.n;
+  if (b.threads != 32 * per_block || rows < 1 || rows > 8) {
+    return absl::UnimplementedError("codegen: warp-dot matmul needs a warp per column and 1-8 rows");
+  }
+  const ugraph::View& av = b.inputs[0].view;
+  const ugraph::View& bv = b.inputs[1].view;
+  const DType dtype = b.tiles.dtype;
+  const bool is_float = IsFloating(dtype);
+  const std::string ct = is_float ? "float" : "i64";
+  // An operand stored wider than the product's dtype is rounded to it.
+  const auto read = [&](const ugraph::View& view, const std::vector<std::string>& coords) {
+    const DType stored = e.graph().tensors[view.tensor].dtype;
+    const std::string load = absl::StrCat("load_", DTypeSuffix(stored), "(p.t[", e.Slot(view.tensor),
+                                          "], ", e.Offset(view, coords), ")");
+    return stored == dtype || !is_float ? load : absl::StrCat("round_", DTypeSuffix(dtype), "(", load, ")");
+  };
+  const Shape& a = av.shape;
+  const int r = a.rank();
+  const Shape batch_shape(a.dims().subspan(0, r - 2));
+  e.Linef("const i64 M = ", e.DimExpr(a[r - 2]), ", N = ", e.DimExpr(bv.shape[r - 1]), ", K = ",
+          e.DimExpr(a[r - 1]), ";");
+  e.Linef("const i64 batches = ", e.NumelExpr(batch_shape), ";");
+  e.Line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  e.Open("for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z)");
+  const std::vector<std::string> batch = e.Unravel("bz", batch_shape);
+  e.Open(absl::StrCat("for (i64 n = static_cast<i64>(blockIdx.x) * ", per_block,
+                      " + warp; n < N; n += static_cast<i64>(gridDim.x) * ", per_block, ")"));
+  e.Linef(ct, " acc[", rows, "];");
+  e.Linef("for (int m = 0; m < ", rows, "; ++m) acc[m] = 0;");
+  e.Line("#pragma unroll 4");
+  e.Open("for (i64 k = lane; k < K; k += 32)");
+  e.Linef("const ", ct, " bk = ", read(bv, With(batch, "k", "n")), ";");
+  for (int64_t m = 0; m < rows; ++m) {
+    const std::string row = absl::StrCat(m, "LL");
+    e.Linef("acc[", m, "] = ", is_float ? "fmaf(" : "op_add(acc[" + std::to_string(m) + "], op_mul(",
+            read(av, With(batch, row, "k")), ", bk", is_float ? absl::StrCat(", acc[", m, "]);") : "));");
+  }
+  e.Close();
+  e.Linef("for (int m = 0; m < ", rows, "; ++m) acc[m] = warp_reduce<false>(acc[m]);");
+  e.Open("if (lane == 0)");
+  Operands o;
+  o.batch = batch;
+  for (int64_t m = 0; m < rows; ++m) {
+    Epilogue(e, b, o, absl::StrCat(m, "LL"), "n", absl::StrCat("acc[", m, "]"));
+  }
+  e.Close();
+  e.Close();
+  e.Close();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status GenerateMatmul(Emitter& e, const BlockGraph& b) {
-  return b.tiles.tensor_cores ? GenerateMma(e, b) : GenerateSimt(e, b);
+  switch (b.tiles.algorithm) {
+    case ugraph::MatmulAlgorithm::kSimt:
+      return GenerateSimt(e, b);
+    case ugraph::MatmulAlgorithm::kTensorCore:
+      return GenerateMma(e, b);
+    case ugraph::MatmulAlgorithm::kWarpDot:
+      return GenerateWarpDot(e, b);
+  }
+  return absl::UnimplementedError("codegen: unknown matmul algorithm");
 }
 
 }  // namespace kiln::codegen

@@ -237,6 +237,12 @@ void AddMatmul(Builder& b) {
            In(dt, {5, 70}, -1, 1)},
           [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1]) + x[2]}; },
           dt, true);
+    // Decode: one row against a transposed weight, with a residual epilogue.
+    b.Add(absl::StrCat("matmul/", DTypeName(dt), "/decode_weight_t"),
+          {In(dt, {1, 300}, -1, 1), In(dt, {300, 129}, -1, 1, InputSpec::Layout::kTransposed),
+           In(dt, {1, 129}, -1, 1)},
+          [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1]) + x[2]}; },
+          dt, true);
     b.Add(absl::StrCat("matmul/", DTypeName(dt), "/batched_broadcast"),
           {In(dt, {2, 1, 17, 33}, -1, 1), In(dt, {3, 33, 5}, -1, 1)},
           [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }, dt,
