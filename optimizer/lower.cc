@@ -99,6 +99,14 @@ class Lowering {
       : trace_(trace), partition_(partition), out_(out) {}
 
   void Run() {
+    // Buffers the caller receives, directly or as a view: never widened.
+    for (const Node* o : trace_.outputs()) {
+      const Node* base = o;
+      while (!base->is_realized() && IsView(base->op) && !partition_.materialized.contains(base)) {
+        base = base->inputs[0].get();
+      }
+      returned_.insert(base);
+    }
     for (size_t g = 0; g < partition_.groups.size(); ++g) LowerGroup(static_cast<int>(g));
     for (const Node* o : trace_.outputs()) {
       LoweredTrace::Output binding;
@@ -129,8 +137,7 @@ class Lowering {
       t.strides.assign(n->data.strides.begin(), n->data.strides.end());
     } else {
       t.shape = n->shape;
-      bool is_output = false;
-      for (const Node* o : trace_.outputs()) is_output |= o == n;
+      const bool is_output = returned_.contains(n);
       t.role = is_output ? ugraph::TensorRole::kOutput : ugraph::TensorRole::kIntermediate;
       // 16-bit floats no one outside the run sees stay in f32, as on the CPU.
       if (!is_output && (t.dtype == DType::kF16 || t.dtype == DType::kBF16)) t.dtype = DType::kF32;
@@ -561,6 +568,7 @@ class Lowering {
   const Partition& partition_;
   LoweredTrace& out_;
   absl::flat_hash_map<const Node*, int> tensor_of_;
+  absl::flat_hash_set<const Node*> returned_;
   // Per kernel being built:
   int group_ = 0;
   BlockGraph block_;

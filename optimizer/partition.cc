@@ -31,8 +31,14 @@ class Partitioner {
   Partition Run() {
     for (const Node* n : trace_.nodes()) {
       if (n->is_realized() || IsView(n->op)) continue;
-      if (IsSource(n->op)) {
-        if (outputs_.contains(n) || options_.force_materialize.contains(n)) NewGroup(GroupKind::kPointwise, n, n->shape);
+      // Sources, and elementwise ops on nothing but sources (a causal mask
+      // from two iotas), are recomputed wherever they are read.
+      if (IsSource(n->op) || (IsElementwise(n->op) && OnlyInlined(n))) {
+        if (outputs_.contains(n) || options_.force_materialize.contains(n)) {
+          NewGroup(GroupKind::kPointwise, n, n->shape);
+        } else {
+          inlined_.insert(n);
+        }
         continue;
       }
       Place(n);
@@ -57,6 +63,21 @@ class Partitioner {
   void Join(int group, const Node* n) {
     result_.groups[group].members.push_back(n);
     result_.group_of[n] = group;
+  }
+
+  // Whether every input, through views, is a source or itself inlined.
+  bool OnlyInlined(const Node* n) const {
+    for (const auto& in : n->inputs) {
+      const Node* base = ThroughViews(in.get());
+      if (base->is_realized() || !(IsSource(base->op) || inlined_.contains(base))) return false;
+    }
+    return true;
+  }
+
+  // Moves every member of group `from` into `into` (`from` stays, empty).
+  void Merge(int into, int from) {
+    for (const Node* m : result_.groups[from].members) Join(into, m);
+    result_.groups[from].members.clear();
   }
 
   // The group of a directly read, computed, unforced input; -1 otherwise.
@@ -93,11 +114,30 @@ class Partitioner {
       if (n->op == OpKind::kConcat || n->op == OpKind::kSliceUpdate) break;
       const int g = GroupOfDirect(in.get());
       if (g >= 0 && Accepts(result_.groups[g], n) && !WouldCycle(g, n)) {
+        MergeSiblings(g, n);  // before n joins: n would tie the groups together
         Join(g, n);
         return;
       }
     }
     NewGroup(GroupKind::kPointwise, n, n->shape);
+  }
+
+  // Other pointwise groups of the same space that `n` reads directly join
+  // `g` too (a + b of two fused chains is one kernel), where neither group
+  // depends on the other through a third.
+  void MergeSiblings(int g, const Node* n) {
+    if (result_.groups[g].kind != GroupKind::kPointwise) return;
+    for (const auto& in : n->inputs) {
+      const int h = GroupOfDirect(in.get());
+      if (h < 0 || h == g) continue;
+      const Group& other = result_.groups[h];
+      if (other.kind != GroupKind::kPointwise || !(other.space == result_.groups[g].space)) continue;
+      if (result_.groups[g].members.size() + other.members.size() > kMaxMembers) continue;
+      bool plain = true;
+      for (const Node* m : other.members) plain &= IsElementwise(m->op);
+      if (!plain || DependsOn(g, h) || DependsOn(h, g)) continue;
+      Merge(g, h);
+    }
   }
 
   // The groups `n` reads, looking through views and inlined sources.
@@ -146,9 +186,10 @@ class Partitioner {
     return false;
   }
 
+  // Bounded groups keep generated kernels (and their compile time) small.
+  static constexpr size_t kMaxMembers = 128;
+
   bool Accepts(const Group& g, const Node* n) const {
-    // Bounded groups keep generated kernels (and their compile time) small.
-    constexpr size_t kMaxMembers = 128;
     if (g.members.size() >= kMaxMembers) return false;
     switch (g.kind) {
       case GroupKind::kPointwise:
@@ -250,7 +291,9 @@ class Partitioner {
     // reshape is not always expressible as strides): then it is copied.
     for (const Node* out : trace_.outputs()) {
       if (out->is_realized() || !IsView(out->op)) continue;
-      if (ChainHasReshape(out)) {
+      // Reshapes alone of a buffer kiln allocates (dense) are always views.
+      const bool dense_reshape = !ThroughViews(out)->is_realized() && OnlyReshapes(out);
+      if (ChainHasReshape(out) && !dense_reshape) {
         result_.materialized.insert(out);
         NewGroup(GroupKind::kPointwise, out, out->shape);
         continue;
@@ -265,7 +308,24 @@ class Partitioner {
 
   // Groups in dependency order: a group runs after the groups whose
   // materialized nodes it reads.
+  static bool OnlyReshapes(const Node* node) {
+    for (; !node->is_realized() && IsView(node->op); node = node->inputs[0].get()) {
+      if (node->op != OpKind::kReshape) return false;
+    }
+    return true;
+  }
+
   void OrderGroups() {
+    // Groups emptied by merges go first.
+    std::vector<Group> kept;
+    std::vector<int> remap(result_.groups.size(), -1);
+    for (size_t g = 0; g < result_.groups.size(); ++g) {
+      if (result_.groups[g].members.empty()) continue;
+      remap[g] = static_cast<int>(kept.size());
+      kept.push_back(std::move(result_.groups[g]));
+    }
+    result_.groups = std::move(kept);
+    for (auto& [node, g] : result_.group_of) g = remap[g];
     const int n = static_cast<int>(result_.groups.size());
     std::vector<int> first(n, INT32_MAX);
     for (int g = 0; g < n; ++g) {
@@ -320,6 +380,7 @@ class Partitioner {
   absl::flat_hash_map<const Node*, std::vector<const Node*>> consumers_;
   absl::flat_hash_set<const Node*> outputs_;
   absl::flat_hash_set<const Node*> need_buffer_;
+  absl::flat_hash_set<const Node*> inlined_;
   Partition result_;
 };
 
