@@ -27,21 +27,6 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-models::LlamaConfig Llama1BShaped() {
-  models::LlamaConfig c;
-  c.dim = 2048;
-  c.n_layers = 16;
-  c.n_heads = 32;
-  c.n_kv_heads = 8;
-  c.hidden_dim = 8192;
-  c.vocab_size = 128256;
-  c.max_seq_len = 2048;
-  c.rope_theta = 500000;
-  c.rope_style = RopeStyle::kRotateHalf;
-  c.dtype = DType::kBF16;
-  return c;
-}
-
 // One forward step of `n` tokens at `pos`, realized and read back; seconds.
 absl::StatusOr<double> TimedStep(const models::LlamaModel& model, models::KvCache& cache,
                                  int64_t n, int64_t pos) {
@@ -75,7 +60,7 @@ int BenchGpu() {
   std::printf("device: %s\n", gpu->context().info().ToString().c_str());
 
   // A decoder layer: the 1B shape with one layer and a small vocabulary.
-  models::LlamaConfig layer_config = Llama1BShaped();
+  models::LlamaConfig layer_config = models::Llama1BShapedConfig(2048);
   layer_config.n_layers = 1;
   layer_config.vocab_size = 256;
   absl::StatusOr<models::LlamaWeights> layer_weights =
@@ -103,7 +88,7 @@ int BenchGpu() {
   }
 
   // The whole 1B-shaped model.
-  const models::LlamaConfig config = Llama1BShaped();
+  const models::LlamaConfig config = models::Llama1BShapedConfig(2048);
   absl::StatusOr<models::LlamaWeights> weights = models::RandomLlamaWeights(config, 2, Device::Cuda());
   if (!weights.ok()) return Fail(weights.status());
   absl::StatusOr<models::LlamaModel> model = models::LlamaModel::Create(config, *weights);

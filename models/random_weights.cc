@@ -6,6 +6,23 @@
 
 namespace kiln::models {
 
+LlamaConfig Llama1BShapedConfig(int max_seq_len) {
+  LlamaConfig c;
+  c.dim = 2048;
+  c.n_layers = 16;
+  c.n_heads = 32;
+  c.n_kv_heads = 8;
+  c.hidden_dim = 8192;
+  c.vocab_size = 128256;
+  c.max_seq_len = max_seq_len;
+  c.rope_theta = 500000;
+  c.rope_style = RopeStyle::kRotateHalf;
+  c.norm_eps = 1e-5;
+  c.tied_embeddings = true;
+  c.dtype = DType::kBF16;
+  return c;
+}
+
 absl::StatusOr<LlamaWeights> RandomLlamaWeights(const LlamaConfig& c, uint64_t seed,
                                                 Device device) {
   if (absl::Status s = c.Validate("RandomLlamaWeights"); !s.ok()) return s;

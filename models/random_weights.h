@@ -13,6 +13,11 @@
 
 namespace kiln::models {
 
+// The shape of Llama 3.2 1B (dim 2048, 16 layers, 32 heads, 8 KV heads,
+// hidden 8192, vocab 128256, rotate-half RoPE with theta 500000, tied
+// embeddings) in bf16, with `max_seq_len` positions.
+LlamaConfig Llama1BShapedConfig(int max_seq_len);
+
 // Realized. The classifier is the embedding when config.tied_embeddings.
 absl::StatusOr<LlamaWeights> RandomLlamaWeights(const LlamaConfig& config, uint64_t seed,
                                                 Device device);

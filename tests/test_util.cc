@@ -157,4 +157,13 @@ void WriteFile(const std::string& path, const std::string& bytes) {
   ASSERT_TRUE(out.good()) << path;
 }
 
+ScopedTempDir::ScopedTempDir(absl::string_view prefix) {
+  std::string pattern = absl::StrCat(::testing::TempDir(), prefix, "_XXXXXX");
+  path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
+}
+
+ScopedTempDir::~ScopedTempDir() {
+  if (!path_.empty()) std::filesystem::remove_all(path_);
+}
+
 }  // namespace kiln::testing

@@ -99,6 +99,20 @@ std::string FreshTempDir(const std::string& name);
 // Writes `bytes` to the file `path` (binary); fails the test if it cannot.
 void WriteFile(const std::string& path, const std::string& bytes);
 
+// A fresh directory under the test temp dir, removed with its contents when
+// the object goes.
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(absl::string_view prefix);
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace kiln::testing
 
 // Status matchers.

@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/cache_entry.h"
+#include "tests/test_util.h"
 #include "jit/kernel_cache.h"
 #include "jit/options.h"
 
@@ -25,17 +26,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
-class TempDir {
+// A fresh directory, removed with its contents at the end of the test.
+class TempDir : public ::kiln::testing::ScopedTempDir {
  public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "kiln_cache_disk_XXXXXX";
-    path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : ScopedTempDir("kiln_cache_disk") {}
 };
 
 constexpr ToolchainVersions kVersions{13, 0, 13000};

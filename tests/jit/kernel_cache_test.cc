@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/cache_entry.h"
+#include "tests/test_util.h"
 #include "jit/cache_file.h"
 
 namespace kiln::jit {
@@ -26,17 +27,9 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
 // A fresh directory, removed with its contents at the end of the test.
-class TempDir {
+class TempDir : public ::kiln::testing::ScopedTempDir {
  public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "kiln_kernel_cache_XXXXXX";
-    path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : ScopedTempDir("kiln_kernel_cache") {}
 };
 
 std::vector<std::string> FilesIn(const std::string& dir) {

@@ -96,19 +96,7 @@ std::vector<std::vector<float>> RunSteps(const LlamaModel& model, const std::vec
 
 TEST(GpuModel, Llama1BShapedLogitsMatchTheCpuReference) {
   KILN_REQUIRE_GPU();
-  LlamaConfig c;
-  c.dim = 2048;
-  c.n_layers = 16;
-  c.n_heads = 32;
-  c.n_kv_heads = 8;
-  c.hidden_dim = 8192;
-  c.vocab_size = 128256;
-  c.max_seq_len = 64;
-  c.rope_theta = 500000;
-  c.rope_style = RopeStyle::kRotateHalf;
-  c.norm_eps = 1e-5;
-  c.tied_embeddings = true;
-  c.dtype = DType::kBF16;
+  const LlamaConfig c = Llama1BShapedConfig(64);
   absl::StatusOr<LlamaWeights> random = RandomLlamaWeights(c, 100, Device::Cuda());
   ASSERT_TRUE(random.ok()) << random.status();
   const LlamaWeights& gpu_weights = *random;

@@ -44,17 +44,9 @@ TEST_P(CodegenCompile, EveryKernelCompiles) {
   }
 }
 
-std::string CaseName(const ::testing::TestParamInfo<testing::ConformanceCase>& info) {
-  std::string name = info.param.name;
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(Conformance, CodegenCompile,
                          ::testing::ValuesIn(testing::ConformanceCases(/*every_shape=*/false)),
-                         CaseName);
+                         testing::TestName);
 
 }  // namespace
 }  // namespace kiln

@@ -357,6 +357,14 @@ Tensor HostValues(const InputSpec& spec, const std::vector<int64_t>& sizes, std:
 
 }  // namespace
 
+std::string TestName(const ::testing::TestParamInfo<ConformanceCase>& info) {
+  std::string name = info.param.name;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
 std::vector<ConformanceCase> ConformanceCases(bool every_shape) {
   Builder b(every_shape);
   AddUnary(b);

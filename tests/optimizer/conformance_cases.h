@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "tensor/tensor.h"
 
 namespace kiln::testing {
@@ -35,6 +36,9 @@ struct ConformanceCase {
 
 // gtest prints a case by its name.
 inline void PrintTo(const ConformanceCase& c, std::ostream* os) { *os << c.name; }
+
+// The case's name as a gtest parameter name (letters, digits, underscores).
+std::string TestName(const ::testing::TestParamInfo<ConformanceCase>& info);
 
 // `every_shape`: all shapes of each op and dtype; otherwise one shape each
 // (enough to compile every kind of kernel the suite produces).

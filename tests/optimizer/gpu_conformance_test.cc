@@ -37,17 +37,9 @@ TEST_P(GpuConformance, MatchesTheCpuReference) {
   }
 }
 
-std::string CaseName(const ::testing::TestParamInfo<testing::ConformanceCase>& info) {
-  std::string name = info.param.name;
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(GpuOps, GpuConformance,
                          ::testing::ValuesIn(testing::ConformanceCases(/*every_shape=*/true)),
-                         CaseName);
+                         testing::TestName);
 
 }  // namespace
 }  // namespace kiln
