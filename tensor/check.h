@@ -20,4 +20,9 @@ namespace kiln::internal {
     }                                                                    \
   } while (false)
 
+// Marks code that a valid program never reaches (the end of a switch over
+// every enumerator).
+#define KILN_UNREACHABLE(message) \
+  ::kiln::internal::CheckFailed(__FILE__, __LINE__, "unreachable", message)
+
 #endif  // KILN_TENSOR_CHECK_H_

@@ -92,7 +92,7 @@ void ConvertFrom(const From* src, DType to, void* dst, int64_t count) {
     KILN_DTYPES(KILN_CONVERT_TO)
 #undef KILN_CONVERT_TO
   }
-  KILN_CHECK(false, "unknown DType value");
+  KILN_UNREACHABLE("unknown DType value");
 }
 
 }  // namespace
@@ -120,7 +120,7 @@ void ConvertElements(DType from, const void* src, DType to, void* dst, int64_t c
     KILN_DTYPES(KILN_CONVERT_FROM)
 #undef KILN_CONVERT_FROM
   }
-  KILN_CHECK(false, "unknown DType value");
+  KILN_UNREACHABLE("unknown DType value");
 }
 
 void ConvertFromDouble(const double* src, DType to, void* dst, int64_t count) {
@@ -134,7 +134,7 @@ void ConvertFromDouble(const double* src, DType to, void* dst, int64_t count) {
     KILN_DTYPES(KILN_CONVERT_DOUBLE)
 #undef KILN_CONVERT_DOUBLE
   }
-  KILN_CHECK(false, "unknown DType value");
+  KILN_UNREACHABLE("unknown DType value");
 }
 
 }  // namespace kiln

@@ -12,7 +12,7 @@ absl::string_view DTypeName(DType dtype) {
     KILN_DTYPES(KILN_DTYPE_NAME)
 #undef KILN_DTYPE_NAME
   }
-  KILN_CHECK(false, "unknown DType value");
+  KILN_UNREACHABLE("unknown DType value");
 }
 
 std::optional<DType> ParseDType(absl::string_view text) {
@@ -31,7 +31,7 @@ size_t DTypeSize(DType dtype) {
     KILN_DTYPES(KILN_DTYPE_SIZE)
 #undef KILN_DTYPE_SIZE
   }
-  KILN_CHECK(false, "unknown DType value");
+  KILN_UNREACHABLE("unknown DType value");
 }
 
 bool IsFloating(DType dtype) {
@@ -58,7 +58,7 @@ bool IsLosslessConversion(DType from, DType to) {
     case DType::kI64:
       return false;
   }
-  KILN_CHECK(false, "unknown DType value");
+  KILN_UNREACHABLE("unknown DType value");
 }
 
 }  // namespace kiln

@@ -14,7 +14,7 @@ absl::string_view OpName(OpKind op) {
     KILN_OPS(KILN_OP_NAME)
 #undef KILN_OP_NAME
   }
-  KILN_CHECK(false, "unknown OpKind value");
+  KILN_UNREACHABLE("unknown OpKind value");
 }
 
 std::optional<OpKind> ParseOpKind(absl::string_view name) {

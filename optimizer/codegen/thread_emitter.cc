@@ -109,7 +109,7 @@ std::string ThreadEmitter::EmitOp(const ScalarOp& op, const std::vector<std::str
     case ScalarOp::Kind::kSelect:
       return EmitSelect(op);
   }
-  KILN_CHECK(false, "unknown scalar op");
+  KILN_UNREACHABLE("unknown scalar op");
 }
 
 std::string ThreadEmitter::EmitGather(const ScalarOp& op, const std::string& index) {
