@@ -91,6 +91,7 @@ std::string BlockKindName(BlockKind kind) {
     case BlockKind::kPointwise: return "pointwise";
     case BlockKind::kRowReduce: return "row_reduce";
     case BlockKind::kMatmul: return "matmul";
+    case BlockKind::kTiled: return "tiled";
   }
   return "?";
 }
@@ -119,6 +120,34 @@ std::string MatmulAlgorithmName(MatmulAlgorithm algorithm) {
     case MatmulAlgorithm::kWarpDot: return "warp_dot";
   }
   return "?";
+}
+
+std::string TileKindName(TileOp::Kind kind) {
+  switch (kind) {
+    case TileOp::Kind::kInput: return "input";
+    case TileOp::Kind::kConstant: return "const";
+    case TileOp::Kind::kMatmul: return "matmul";
+    case TileOp::Kind::kUnary: return "unary";
+    case TileOp::Kind::kBinary: return "binary";
+    case TileOp::Kind::kReduceSum: return "reduce_sum";
+    case TileOp::Kind::kAccumulate: return "accumulate";
+  }
+  return "?";
+}
+
+std::string TileOpText(const TileOp& op) {
+  std::string out = TileKindName(op.kind);
+  switch (op.kind) {
+    case TileOp::Kind::kInput: absl::StrAppend(&out, " #", op.input); break;
+    case TileOp::Kind::kConstant: absl::StrAppend(&out, " ", op.value); break;
+    case TileOp::Kind::kUnary:
+    case TileOp::Kind::kBinary: absl::StrAppend(&out, " ", OpName(op.op)); break;
+    case TileOp::Kind::kMatmul: absl::StrAppend(&out, " ", DTypeName(op.dtype)); break;
+    case TileOp::Kind::kReduceSum: absl::StrAppend(&out, " axis ", op.axis); break;
+    case TileOp::Kind::kAccumulate: break;
+  }
+  for (int a : op.args) absl::StrAppend(&out, " x", a);
+  return out;
 }
 
 std::string ViewKindName(ViewStep::Kind kind) {
@@ -169,6 +198,9 @@ std::string ToText(const KernelGraph& graph) {
                         "(v", acc.value, ")\n");
       }
     }
+    for (size_t i = 0; i < b.tile_ops.size(); ++i) {
+      absl::StrAppend(&out, "    x", i, " = ", TileOpText(b.tile_ops[i]), "\n");
+    }
     if (!b.epilogue.ops.empty()) {
       absl::StrAppend(&out, "    thread graph:\n");
       AppendThreadGraph(&out, b.epilogue, "      ");
@@ -195,7 +227,14 @@ std::string ToDot(const KernelGraph& graph) {
     std::string label = absl::StrCat("kernel ", k, ": ", BlockKindName(b.kind));
     int ops = static_cast<int>(b.epilogue.ops.size());
     for (const Phase& p : b.phases) ops += static_cast<int>(p.graph.ops.size());
-    absl::StrAppend(&label, "\\n", ops, " scalar ops, threads=", b.threads);
+    if (b.kind == BlockKind::kTiled) {
+      for (size_t i = 0; i < b.tile_ops.size(); ++i) {
+        absl::StrAppend(&label, "\\nx", i, " = ", TileOpText(b.tile_ops[i]));
+      }
+    } else {
+      absl::StrAppend(&label, "\\n", ops, " scalar ops");
+    }
+    absl::StrAppend(&label, "\\nthreads=", b.threads);
     absl::StrAppend(&out, "  k", k, " [shape=box, style=filled, fillcolor=lightblue, label=\"", label,
                     "\"];\n");
     for (int in : kernel.inputs) absl::StrAppend(&out, "  t", in, " -> k", k, ";\n");

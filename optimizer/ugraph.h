@@ -128,6 +128,12 @@ enum class BlockKind : uint8_t {
   // the loop walks K (fmap: loop -> K), the accumulator is [tile_m, tile_n]
   // in registers, then an epilogue thread graph per output element.
   kMatmul,
+  // A graph-defined block found by the search (optimizer/search/): a program
+  // of tile ops (`tile_ops`) over the tiles its iterators deliver. Grid axis
+  // g splits the dim grid[g].extent into tiles of grid[g].tile; the for-loop
+  // walks forloop.extent in steps of forloop.tile; each iterator's imap/fmap
+  // say which of its view's dims those are (every other dim is read whole).
+  kTiled,
 };
 
 // An input iterator: which DTensor a block reads and through which view.
@@ -184,6 +190,29 @@ struct MatmulTiles {
   DType dtype = DType::kF32;  // of the product (its operands are rounded to it)
 };
 
+// One op of a kTiled block, on whole tiles (the code generator decides
+// where each lives: shared memory or registers). Values are f32 (integers are
+// not searched). A tile op is computed at every loop step when it depends on
+// a loop-walked input, otherwise once after the loop.
+struct TileOp {
+  enum class Kind : uint8_t {
+    kInput,       // the tile of inputs[input] at this block (and loop step)
+    kConstant,    // a scalar `value`, broadcast like a tile of size-1 axes
+    kMatmul,      // args[0] [..., m, k] x args[1] [..., k, n]; operands rounded to `dtype`
+    kUnary,       // op(args[0])
+    kBinary,      // op(args[0], args[1]); size-1 and missing leading axes broadcast
+    kReduceSum,   // sum over `axis`, kept with size 1 (only in-range elements)
+    kAccumulate,  // for-loop accumulator: args[0] (a loop-step tile) summed over the loop
+  };
+  Kind kind = Kind::kInput;
+  OpKind op = OpKind::kLeaf;  // kUnary, kBinary
+  std::vector<int> args;      // earlier tile ops
+  int input = -1;             // kInput
+  int axis = 0;               // kReduceSum
+  double value = 0;           // kConstant
+  DType dtype = DType::kF32;  // kMatmul: the product's dtype
+};
+
 struct BlockGraph {
   BlockKind kind = BlockKind::kPointwise;
   std::array<LaunchDim, 3> grid;
@@ -201,6 +230,7 @@ struct BlockGraph {
   Shape iteration_shape;  // the index space: the output shape (row: the full input shape)
   std::vector<int> reduced_axes;  // kRowReduce: axes of iteration_shape the row covers
   std::vector<OutputSaver> outputs;
+  std::vector<TileOp> tile_ops;  // kTiled (outputs[i].value indexes these)
 };
 
 // ---------------------------------------------------------------- graph
@@ -222,6 +252,8 @@ std::string BlockKindName(BlockKind kind);
 std::string ScalarKindName(ScalarOp::Kind kind);
 std::string ViewKindName(ViewStep::Kind kind);
 std::string MatmulAlgorithmName(MatmulAlgorithm algorithm);
+std::string TileKindName(TileOp::Kind kind);
+std::string TileOpText(const TileOp& op);
 
 // Human-readable text and Graphviz DOT.
 std::string ToText(const KernelGraph& graph);

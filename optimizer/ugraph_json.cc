@@ -239,7 +239,13 @@ json BlockJson(const BlockGraph& b) {
                        {"shift_axis", o.shift_axis},
                        {"shift", DimJson(o.shift)}});
   }
+  json tile_ops = json::array();
+  for (const TileOp& op : b.tile_ops) {
+    tile_ops.push_back({static_cast<int>(op.kind), std::string(OpName(op.op)), op.args, op.input, op.axis,
+                        DoubleJson(op.value), std::string(DTypeName(op.dtype))});
+  }
   return {{"kind", static_cast<int>(b.kind)},
+          {"tile_ops", tile_ops},
           {"grid", {LaunchJson(b.grid[0]), LaunchJson(b.grid[1]), LaunchJson(b.grid[2])}},
           {"threads", b.threads},
           {"forloop", LaunchJson(b.forloop)},
@@ -255,7 +261,20 @@ json BlockJson(const BlockGraph& b) {
 
 BlockGraph BlockFrom(const json& j) {
   BlockGraph b;
-  b.kind = EnumFrom<BlockKind>(j.at("kind"), 3, "block kind");
+  b.kind = EnumFrom<BlockKind>(j.at("kind"), 4, "block kind");
+  if (j.contains("tile_ops")) {
+    for (const json& o : j.at("tile_ops")) {
+      TileOp op;
+      op.kind = EnumFrom<TileOp::Kind>(o.at(0), 7, "tile op kind");
+      op.op = OpFrom(o.at(1));
+      op.args = AsInts(o.at(2));
+      op.input = AsInt(o.at(3));
+      op.axis = AsInt(o.at(4));
+      op.value = DoubleFrom(o.at(5));
+      op.dtype = DTypeFrom(o.at(6));
+      b.tile_ops.push_back(std::move(op));
+    }
+  }
   for (int g = 0; g < 3; ++g) b.grid[g] = LaunchFrom(j.at("grid").at(g));
   b.threads = AsInt(j.at("threads"));
   b.forloop = LaunchFrom(j.at("forloop"));

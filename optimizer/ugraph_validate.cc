@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "optimizer/tile_analysis.h"
 
 namespace kiln::ugraph {
 namespace {
@@ -134,9 +135,59 @@ int64_t SharedMemoryBytes(const BlockGraph& block) {
       const int64_t stages = mma ? 2 : 1;
       return stages * (block.tiles.m * block.tiles.k + block.tiles.k * block.tiles.n) * element;
     }
+    case BlockKind::kTiled: {
+      // Every tile is an f32 buffer in shared memory (the code generator's plan).
+      auto tiles = AnalyzeTiles(block);
+      if (!tiles.ok()) return 0;
+      int64_t bytes = 0;
+      for (const TileInfo& t : *tiles) bytes += t.elements() * 4;
+      return bytes;
+    }
   }
   return 0;
 }
+
+namespace {
+
+// A kTiled block: its tiles fit together and each output tile covers its
+// tensor as the omap says.
+absl::Status CheckTiled(const KernelGraph& graph, const BlockGraph& b) {
+  auto tiles = AnalyzeTiles(b);
+  if (!tiles.ok()) return tiles.status();
+  for (const OutputSaver& o : b.outputs) {
+    if (o.value < 0 || o.value >= static_cast<int>(tiles->size())) {
+      return absl::InvalidArgumentError(absl::StrCat("saves missing tile x", o.value));
+    }
+    const TileInfo& tile = (*tiles)[o.value];
+    if (tile.in_loop) return absl::InvalidArgumentError(absl::StrCat("saves x", o.value, ", a loop-step tile"));
+    const Shape& shape = graph.tensors[o.tensor].shape;
+    if (static_cast<int>(tile.axes.size()) != shape.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("x", o.value, " has rank ", tile.axes.size(), ", t",
+                                                     o.tensor, " has rank ", shape.rank()));
+    }
+    for (int d = 0; d < shape.rank(); ++d) {
+      const TileAxis& a = tile.axes[d];
+      const bool ok = a.source == TileAxis::Source::kGrid
+                          ? o.omap[a.grid_axis] == d && a.extent == shape[d]
+                          : a.source == TileAxis::Source::kFull ? a.extent == shape[d]
+                                                                 : shape[d] == Dim(1);
+      if (!ok) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("x", o.value, " axis ", d, " does not cover dim ", d, " of t", o.tensor));
+      }
+    }
+    for (int g = 0; g < 3; ++g) {
+      if (o.omap[g] < 0) continue;
+      if (o.omap[g] >= shape.rank() || tile.axes[o.omap[g]].grid_axis != g) {
+        return absl::InvalidArgumentError(absl::StrCat("omap of t", o.tensor, " names the wrong dim"));
+      }
+    }
+    if (o.shift_axis >= 0 || o.per_row) return absl::InvalidArgumentError("tiled outputs are plain");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status Validate(const KernelGraph& graph, const DeviceLimits& limits) {
   for (size_t i = 0; i < graph.tensors.size(); ++i) {
@@ -230,8 +281,17 @@ absl::Status Validate(const KernelGraph& graph, const DeviceLimits& limits) {
         }
         if (b.tiles.m < 1 || b.tiles.n < 1 || b.tiles.k < 1) return Bad(k, "empty matmul tiles");
         break;
+      case BlockKind::kTiled:
+        if (absl::Status s = CheckTiled(graph, b); !s.ok()) return Bad(k, s.message());
+        break;
     }
     for (const OutputSaver& o : b.outputs) {
+      if (b.kind == BlockKind::kTiled) {
+        if (std::find(kernel.outputs.begin(), kernel.outputs.end(), o.tensor) == kernel.outputs.end()) {
+          return Bad(k, absl::StrCat("saves t", o.tensor, ", which is not a kernel output"));
+        }
+        continue;
+      }
       if (std::find(kernel.outputs.begin(), kernel.outputs.end(), o.tensor) == kernel.outputs.end()) {
         return Bad(k, absl::StrCat("saves t", o.tensor, ", which is not a kernel output"));
       }

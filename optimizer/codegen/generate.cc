@@ -4,6 +4,7 @@
 
 #include "optimizer/codegen/emitter.h"
 #include "optimizer/codegen/matmul_gen.h"
+#include "optimizer/codegen/tiled_gen.h"
 #include "optimizer/codegen/thread_emitter.h"
 
 namespace kiln::codegen {
@@ -158,6 +159,9 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       break;
     case BlockKind::kMatmul:
       if (absl::Status s = GenerateMatmul(e, b); !s.ok()) return s;
+      break;
+    case BlockKind::kTiled:
+      if (absl::Status s = GenerateTiled(e, b); !s.ok()) return s;
       break;
   }
   KernelSource out;

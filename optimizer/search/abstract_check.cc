@@ -1,0 +1,1 @@
+#include "optimizer/search/abstract_check.h"

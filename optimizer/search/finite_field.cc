@@ -1,0 +1,1 @@
+#include "optimizer/search/finite_field.h"

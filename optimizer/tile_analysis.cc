@@ -1,0 +1,154 @@
+#include "optimizer/tile_analysis.h"
+
+#include "absl/strings/str_cat.h"
+#include "tensor/op.h"
+
+namespace kiln::ugraph {
+namespace {
+
+absl::Status Bad(size_t op, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("tile op x", op, ": ", what));
+}
+
+absl::StatusOr<TileInfo> InputTile(const BlockGraph& block, int input) {
+  if (input < 0 || input >= static_cast<int>(block.inputs.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("reads missing input #", input));
+  }
+  const InputIterator& it = block.inputs[input];
+  const Shape& shape = it.view.shape;
+  TileInfo info;
+  info.axes.resize(shape.rank());
+  for (int d = 0; d < shape.rank(); ++d) {
+    TileAxis& axis = info.axes[d];
+    axis.extent = shape[d];
+    if (shape[d] == Dim(1)) {
+      axis.source = TileAxis::Source::kOne;
+    } else {
+      axis.source = TileAxis::Source::kFull;
+      if (!shape[d].is_concrete()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input #", input, " dim ", d, " has symbolic size ", shape[d].ToString(),
+                         " but is read whole (map it to the grid or the loop)"));
+      }
+      axis.size = shape[d].value();
+    }
+  }
+  for (int g = 0; g < 3; ++g) {
+    const int d = it.imap[g];
+    if (d < 0) continue;
+    if (d >= shape.rank()) return absl::InvalidArgumentError(absl::StrCat("imap names dim ", d));
+    if (block.grid[g].extent.rank() != 1 || !(block.grid[g].extent[0] == shape[d])) {
+      return absl::InvalidArgumentError(absl::StrCat("input #", input, " dim ", d, " (", shape[d].ToString(),
+                                                     ") is not the extent of grid axis ", g));
+    }
+    info.axes[d] = {TileAxis::Source::kGrid, g, shape[d], block.grid[g].tile};
+  }
+  if (it.fmap >= 0) {
+    const int d = it.fmap;
+    if (d >= shape.rank()) return absl::InvalidArgumentError(absl::StrCat("fmap names dim ", d));
+    if (block.forloop.extent.rank() != 1 || !(block.forloop.extent[0] == shape[d])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input #", input, " dim ", d, " is not the for-loop's extent"));
+    }
+    info.axes[d] = {TileAxis::Source::kLoop, -1, shape[d], block.forloop.tile};
+    info.in_loop = true;
+  }
+  return info;
+}
+
+}  // namespace
+
+bool AxesBroadcast(const TileAxis& a, const TileAxis& b) {
+  return a == b || a.source == TileAxis::Source::kOne || b.source == TileAxis::Source::kOne;
+}
+
+absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
+  std::vector<TileInfo> tiles;
+  tiles.reserve(block.tile_ops.size());
+  for (size_t i = 0; i < block.tile_ops.size(); ++i) {
+    const TileOp& op = block.tile_ops[i];
+    for (int a : op.args) {
+      if (a < 0 || a >= static_cast<int>(i)) return Bad(i, absl::StrCat("uses x", a, " before it exists"));
+    }
+    auto arg = [&](size_t k) -> const TileInfo& { return tiles[op.args[k]]; };
+    auto want_args = [&](size_t n) -> absl::Status {
+      return op.args.size() == n ? absl::OkStatus() : Bad(i, absl::StrCat("takes ", n, " operands"));
+    };
+    TileInfo info;
+    switch (op.kind) {
+      case TileOp::Kind::kInput: {
+        if (absl::Status s = want_args(0); !s.ok()) return s;
+        auto in = InputTile(block, op.input);
+        if (!in.ok()) return Bad(i, in.status().message());
+        info = *std::move(in);
+        break;
+      }
+      case TileOp::Kind::kConstant:
+        if (absl::Status s = want_args(0); !s.ok()) return s;
+        break;
+      case TileOp::Kind::kUnary:
+        if (absl::Status s = want_args(1); !s.ok()) return s;
+        if (!IsUnary(op.op)) return Bad(i, "not a unary elementwise op");
+        info = arg(0);
+        break;
+      case TileOp::Kind::kBinary: {
+        if (absl::Status s = want_args(2); !s.ok()) return s;
+        if (!IsArithmetic(op.op)) return Bad(i, "not a binary arithmetic op");
+        const TileInfo& a = arg(0);
+        const TileInfo& b = arg(1);
+        const size_t rank = std::max(a.axes.size(), b.axes.size());
+        info.axes.resize(rank);
+        for (size_t d = 0; d < rank; ++d) {
+          const TileAxis* x = d + a.axes.size() >= rank ? &a.axes[d + a.axes.size() - rank] : nullptr;
+          const TileAxis* y = d + b.axes.size() >= rank ? &b.axes[d + b.axes.size() - rank] : nullptr;
+          if (x && y && !AxesBroadcast(*x, *y)) return Bad(i, absl::StrCat("axis ", d, " of the operands differ"));
+          if (!x) info.axes[d] = *y;
+          else if (!y) info.axes[d] = *x;
+          else info.axes[d] = x->source == TileAxis::Source::kOne ? *y : *x;
+        }
+        info.in_loop = a.in_loop || b.in_loop;
+        break;
+      }
+      case TileOp::Kind::kMatmul: {
+        if (absl::Status s = want_args(2); !s.ok()) return s;
+        const TileInfo& a = arg(0);
+        const TileInfo& b = arg(1);
+        if (a.axes.size() < 2 || a.axes.size() != b.axes.size()) return Bad(i, "operand ranks");
+        const size_t r = a.axes.size();
+        if (!(a.axes[r - 1] == b.axes[r - 2])) return Bad(i, "the contracted axes differ");
+        for (size_t d = 0; d + 2 < r; ++d) {
+          if (!(a.axes[d] == b.axes[d])) return Bad(i, absl::StrCat("batch axis ", d, " differs"));
+        }
+        if (op.dtype != DType::kF32 && op.dtype != DType::kF16 && op.dtype != DType::kBF16) {
+          return Bad(i, "product dtype must be f32, f16 or bf16");
+        }
+        info.axes = a.axes;
+        info.axes[r - 1] = b.axes[r - 1];
+        info.in_loop = a.in_loop || b.in_loop;
+        break;
+      }
+      case TileOp::Kind::kReduceSum: {
+        if (absl::Status s = want_args(1); !s.ok()) return s;
+        info = arg(0);
+        if (op.axis < 0 || op.axis >= static_cast<int>(info.axes.size())) return Bad(i, "reduce axis");
+        info.axes[op.axis] = TileAxis();
+        break;
+      }
+      case TileOp::Kind::kAccumulate: {
+        if (absl::Status s = want_args(1); !s.ok()) return s;
+        if (!arg(0).in_loop) return Bad(i, "accumulates a tile computed outside the loop");
+        info = arg(0);
+        for (const TileAxis& a : info.axes) {
+          // A loop axis must be contracted (matmul) or reduced first.
+          if (a.source == TileAxis::Source::kLoop) return Bad(i, "accumulates a tile with a loop axis");
+        }
+        info.in_loop = false;
+        break;
+      }
+    }
+    tiles.push_back(std::move(info));
+  }
+  return tiles;
+}
+
+}  // namespace kiln::ugraph

@@ -1,0 +1,50 @@
+// What each tile of a kTiled block is: its axes (where each comes from and
+// how long it is) and whether it is computed every loop step. The validator,
+// the interpreters and the code generator all read tiles through this.
+#ifndef KILN_OPTIMIZER_TILE_ANALYSIS_H_
+#define KILN_OPTIMIZER_TILE_ANALYSIS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "optimizer/ugraph.h"
+
+namespace kiln::ugraph {
+
+// One axis of a tile. Element i of a kGrid axis is at i + block[grid_axis] *
+// size of its tensor dim, of a kLoop axis at i + step * size; it is in range
+// while that is below `extent`. kFull axes cover a (concrete) dim whole;
+// kOne axes have size 1 (reduced, or broadcast).
+struct TileAxis {
+  enum class Source : uint8_t { kOne, kFull, kGrid, kLoop };
+  Source source = Source::kOne;
+  int grid_axis = -1;  // kGrid
+  Dim extent = Dim(1);
+  int64_t size = 1;
+
+  bool operator==(const TileAxis& o) const {
+    return source == o.source && grid_axis == o.grid_axis && extent == o.extent && size == o.size;
+  }
+};
+
+struct TileInfo {
+  std::vector<TileAxis> axes;
+  bool in_loop = false;  // computed at every for-loop step
+  int64_t elements() const {
+    int64_t n = 1;
+    for (const TileAxis& a : axes) n *= a.size;
+    return n;
+  }
+};
+
+// The tile of every op of `block` (kind kTiled), or InvalidArgument naming
+// the first op whose operands do not fit (shapes, sources, loop placement).
+absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block);
+
+// Whether two axes may meet in an elementwise op (equal, or one is kOne).
+bool AxesBroadcast(const TileAxis& a, const TileAxis& b);
+
+}  // namespace kiln::ugraph
+
+#endif  // KILN_OPTIMIZER_TILE_ANALYSIS_H_
