@@ -39,6 +39,20 @@ Tensor Binary(OpKind op, const Tensor& a, const Tensor& b) {
   return Record(op, NoAttrs{}, {a, b}, dtype, *std::move(shape));
 }
 
+}  // namespace
+
+Tensor apply_unary(OpKind op, const Tensor& x) {
+  if (!IsUnary(op)) return Tensor::Error(absl::InvalidArgumentError(absl::StrCat(OpName(op), " is not unary")));
+  return Unary(op, x);
+}
+
+Tensor apply_binary(OpKind op, const Tensor& a, const Tensor& b) {
+  if (!IsBinary(op)) return Tensor::Error(absl::InvalidArgumentError(absl::StrCat(OpName(op), " is not binary")));
+  return Binary(op, a, b);
+}
+
+namespace {
+
 // A scalar operand with the dtype and device of `like`; errors name `op`.
 Tensor ScalarFor(absl::string_view op, double value, const Tensor& like) {
   KILN_RETURN_IF_ERROR_TENSOR(CheckInputs(op, {&like}));

@@ -27,6 +27,11 @@ Tensor silu(const Tensor& x);  // x * sigmoid(x)
 Tensor gelu(const Tensor& x);  // exact: x * Phi(x), with erf
 Tensor relu(const Tensor& x);
 
+// The elementwise op `op` names, for code that replays ops by kind (the
+// optimizer's floating-point check); an error tensor for any other op.
+Tensor apply_unary(OpKind op, const Tensor& x);
+Tensor apply_binary(OpKind op, const Tensor& a, const Tensor& b);
+
 // Binary arithmetic. Integer division truncates toward zero; dividing by an
 // integer zero fails at realize with InvalidArgument. maximum/minimum
 // propagate NaN.

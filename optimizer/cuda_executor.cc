@@ -257,6 +257,7 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
     }
     jit::LaunchConfig config;
     config.block.x = static_cast<unsigned>(kernel.source.threads);
+    config.dynamic_shared_bytes = static_cast<unsigned>(kernel.source.dynamic_shared_bytes);
     int64_t grid[3];
     bool empty = false;
     for (int g = 0; g < 3; ++g) {

@@ -146,6 +146,9 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
         break;
       }
     }
+    info.after_loop = op.kind == TileOp::Kind::kAccumulate;
+    for (int a : op.args) info.after_loop |= op.kind != TileOp::Kind::kAccumulate && tiles[a].after_loop;
+    if (info.in_loop && info.after_loop) return Bad(i, "reads a for-loop accumulator inside the loop");
     tiles.push_back(std::move(info));
   }
   return tiles;

@@ -31,6 +31,10 @@ struct TileAxis {
 struct TileInfo {
   std::vector<TileAxis> axes;
   bool in_loop = false;  // computed at every for-loop step
+  // Reads a for-loop accumulator: computed once after the loop. A tile that
+  // is neither (constants, inputs read whole) is computed once before the
+  // loop, and loop-step tiles may read it.
+  bool after_loop = false;
   int64_t elements() const {
     int64_t n = 1;
     for (const TileAxis& a : axes) n *= a.size;

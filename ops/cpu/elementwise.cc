@@ -98,27 +98,6 @@ int64_t WrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-float UnaryFloat(OpKind op, float x) {
-  switch (op) {
-    case OpKind::kNeg: return -x;
-    case OpKind::kAbs: return std::fabs(x);
-    case OpKind::kExp: return std::exp(x);
-    case OpKind::kLog: return std::log(x);
-    case OpKind::kSqrt: return std::sqrt(x);
-    case OpKind::kRsqrt: return 1.0f / std::sqrt(x);
-    case OpKind::kRecip: return 1.0f / x;
-    case OpKind::kSquare: return x * x;
-    case OpKind::kSin: return std::sin(x);
-    case OpKind::kCos: return std::cos(x);
-    case OpKind::kTanh: return std::tanh(x);
-    case OpKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case OpKind::kSilu: return x / (1.0f + std::exp(-x));
-    case OpKind::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-    case OpKind::kRelu: return std::isnan(x) ? x : (x > 0 ? x : 0.0f);
-    default: return std::numeric_limits<float>::quiet_NaN();
-  }
-}
-
 int64_t UnaryInt(OpKind op, int64_t x) {
   switch (op) {
     case OpKind::kNeg: return WrapSub(0, x);
@@ -126,19 +105,6 @@ int64_t UnaryInt(OpKind op, int64_t x) {
     case OpKind::kSquare: return WrapMul(x, x);
     case OpKind::kRelu: return x > 0 ? x : 0;
     default: return 0;
-  }
-}
-
-float BinaryFloat(OpKind op, float a, float b) {
-  switch (op) {
-    case OpKind::kAdd: return a + b;
-    case OpKind::kSub: return a - b;
-    case OpKind::kMul: return a * b;
-    case OpKind::kDiv: return a / b;
-    case OpKind::kPow: return std::pow(a, b);
-    case OpKind::kMaximum: return std::isnan(a) || a > b ? a : b;
-    case OpKind::kMinimum: return std::isnan(a) || a < b ? a : b;
-    default: return std::numeric_limits<float>::quiet_NaN();
   }
 }
 
@@ -225,6 +191,41 @@ absl::StatusOr<TensorData> RunCast(const Node& node, const Types& types, const T
 }
 
 }  // namespace
+
+float UnaryFloat(OpKind op, float x) {
+  switch (op) {
+    case OpKind::kNeg: return -x;
+    case OpKind::kAbs: return std::fabs(x);
+    case OpKind::kExp: return std::exp(x);
+    case OpKind::kLog: return std::log(x);
+    case OpKind::kSqrt: return std::sqrt(x);
+    case OpKind::kRsqrt: return 1.0f / std::sqrt(x);
+    case OpKind::kRecip: return 1.0f / x;
+    case OpKind::kSquare: return x * x;
+    case OpKind::kSin: return std::sin(x);
+    case OpKind::kCos: return std::cos(x);
+    case OpKind::kTanh: return std::tanh(x);
+    case OpKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case OpKind::kSilu: return x / (1.0f + std::exp(-x));
+    case OpKind::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case OpKind::kRelu: return std::isnan(x) ? x : (x > 0 ? x : 0.0f);
+    default: return std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+float BinaryFloat(OpKind op, float a, float b) {
+  switch (op) {
+    case OpKind::kAdd: return a + b;
+    case OpKind::kSub: return a - b;
+    case OpKind::kMul: return a * b;
+    case OpKind::kDiv: return a / b;
+    case OpKind::kPow: return std::pow(a, b);
+    case OpKind::kMaximum: return std::isnan(a) || a > b ? a : b;
+    case OpKind::kMinimum: return std::isnan(a) || a < b ? a : b;
+    default: return std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
 
 absl::StatusOr<TensorData> RunElementwise(const Node& node, const Types& types, Inputs inputs,
                                           const Extents& sizes) {

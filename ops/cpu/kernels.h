@@ -14,6 +14,11 @@ namespace kiln::cpu {
 
 using Inputs = absl::Span<const TensorData* const>;
 
+// The scalar definitions of the floating-point elementwise ops (NaN for an
+// op that is not one); the optimizer's interpreters use them too.
+float UnaryFloat(OpKind op, float x);
+float BinaryFloat(OpKind op, float a, float b);
+
 // The dtypes the values are stored in. A 16-bit float that is not a result
 // the caller sees is kept in f32 between ops (see CpuExecutor), so these can
 // differ from the nodes' dtypes, which still decide how values are computed

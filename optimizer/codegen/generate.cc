@@ -6,6 +6,7 @@
 #include "optimizer/codegen/matmul_gen.h"
 #include "optimizer/codegen/tiled_gen.h"
 #include "optimizer/codegen/thread_emitter.h"
+#include "optimizer/ugraph_validate.h"
 
 namespace kiln::codegen {
 namespace {
@@ -168,6 +169,8 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.slots = e.slots();
   out.symbols = e.symbols().symbols();
   out.threads = b.threads;
+  // kTiled keeps every tile in dynamic shared memory (tiled_gen.cc).
+  if (b.kind == BlockKind::kTiled) out.dynamic_shared_bytes = ugraph::SharedMemoryBytes(b);
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
   out.source = absl::StrCat(

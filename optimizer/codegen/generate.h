@@ -5,6 +5,7 @@
 #ifndef KILN_OPTIMIZER_CODEGEN_GENERATE_H_
 #define KILN_OPTIMIZER_CODEGEN_GENERATE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct KernelSource {
   std::vector<int> slots;                  // the DTensor behind t[i]
   std::vector<const SymbolInfo*> symbols;  // the symbol behind s[i]
   int threads = 0;
+  // Dynamic shared memory per block, in bytes (the launch passes it).
+  int64_t dynamic_shared_bytes = 0;
   // Whether the kernel can report an error (index out of range, integer
   // division by zero) through err.
   bool reports_errors = false;

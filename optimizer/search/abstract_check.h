@@ -29,10 +29,10 @@ struct AbstractCheckOptions {
 };
 
 struct AbstractCheckStats {
-  int64_t queries = 0;     // questions asked
+  int64_t queries = 0;     // questions asked (syntactic answers included)
   int64_t cache_hits = 0;  // answered from the cache
   int64_t proven = 0;      // Z3 proved the relation
-  int64_t timeouts = 0;    // Z3 gave up (unknown)
+  int64_t timeouts = 0;    // Z3 ran out of time (not: ran out of instances)
   double z3_seconds = 0;   // time inside Z3
 };
 

@@ -140,3 +140,34 @@ __device__ __forceinline__ unsigned short load_f32_as_bf16(const void* p, i64 i)
   return float_to_bf16(static_cast<const float*>(p)[i]);
 }
 }  // namespace kiln
+
+namespace kiln {
+// 16-byte loads for tiles read along a row: whether element i of p starts a
+// 16-byte aligned vector, and the vector (4 f32 or 8 f16/bf16 values)
+// widened to f32 into out[0..].
+__device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_bytes) {
+  return ((reinterpret_cast<unsigned long long>(p) + static_cast<unsigned long long>(i) * element_bytes) & 15ULL) == 0;
+}
+__device__ __forceinline__ void load16_f32(const void* p, i64 i, float* out) {
+  const float4 v = *reinterpret_cast<const float4*>(static_cast<const float*>(p) + i);
+  out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w;
+}
+__device__ __forceinline__ void load16_f16(const void* p, i64 i, float* out) {
+  const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const f16_t*>(p) + i);
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    out[2 * k] = f16_to_float(static_cast<f16_t>(w[k] & 0xffffu));
+    out[2 * k + 1] = f16_to_float(static_cast<f16_t>(w[k] >> 16));
+  }
+}
+__device__ __forceinline__ void load16_bf16(const void* p, i64 i, float* out) {
+  const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const bf16_t*>(p) + i);
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    out[2 * k] = __uint_as_float(w[k] << 16);
+    out[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+  }
+}
+}  // namespace kiln

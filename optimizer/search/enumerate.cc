@@ -1,0 +1,458 @@
+#include "optimizer/search/enumerate.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "optimizer/search/op_expr.h"
+#include "optimizer/tile_analysis.h"
+
+namespace kiln::search {
+namespace {
+
+using ugraph::TileInfo;
+using ugraph::TileOp;
+
+constexpr int64_t kWholeLimit = 256;  // the largest class read whole
+
+bool IsOutputClass(const Region& region, int c) {
+  const auto& out = region.ops[region.output_op()].classes;
+  return std::find(out.begin(), out.end(), c) != out.end();
+}
+
+// An op's sort key: the canonical order compares these.
+using Key = std::tuple<int, int, std::vector<int>, int>;
+Key KeyOf(const TileOp& op) {
+  return {static_cast<int>(op.kind), static_cast<int>(op.op), op.args, op.axis};
+}
+
+class Enumerator {
+ public:
+  Enumerator(const Region& region, const Schedule& mapping, ExprPool& pool, AbstractChecker& checker,
+             const EnumerateLimits& limits, const std::function<bool(const Candidate&)>& found)
+      : region_(region), pool_(pool), checker_(checker), limits_(limits), found_(found) {
+    candidate_.schedule = mapping;
+    region_exprs_ = RegionExpressions(region, pool);
+    target_ = region_exprs_.back();
+    for (const RegionOp& op : region.ops) {
+      if (op.kind == RegionOp::Kind::kUnary) unary_.insert(op.op);
+      if (op.kind == RegionOp::Kind::kBinary) binary_.insert(op.op);
+      has_matmul_ |= op.kind == RegionOp::Kind::kMatmul;
+    }
+  }
+
+  EnumerateStats Run() {
+    // Leaves: one iterator per region input (or permuted input), the constants.
+    std::vector<Dim> sizes = region_.class_size;
+    block_.kind = ugraph::BlockKind::kTiled;
+    for (size_t i = 0; i < region_.ops.size(); ++i) {
+      const RegionOp& op = region_.ops[i];
+      const bool permuted_input = op.kind == RegionOp::Kind::kPermute &&
+                                  region_.ops[op.args[0]].kind == RegionOp::Kind::kInput;
+      if (op.kind == RegionOp::Kind::kInput && !OnlyPermuted(static_cast<int>(i))) {
+        AddLeaf(static_cast<int>(i));
+      } else if (permuted_input) {
+        AddLeaf(static_cast<int>(i));
+      } else if (op.kind == RegionOp::Kind::kConstant) {
+        CandidateOp c;
+        c.op.kind = TileOp::Kind::kConstant;
+        c.op.value = op.value;
+        AddFixed(std::move(c), pool_.Constant(op.value));
+      } else if (op.kind == RegionOp::Kind::kReduce && op.op == OpKind::kReduceMean) {
+        CandidateOp c;
+        c.op.kind = TileOp::Kind::kConstant;
+        int64_t n = 1;
+        for (int a : op.axes) {
+          const int cls = region_.ops[op.args[0]].classes[a];
+          c.inverse_of_classes.push_back(cls);
+          n *= NominalSize(region_.class_size[cls]);
+        }
+        c.op.value = 1.0 / static_cast<double>(n);
+        AddFixed(std::move(c), pool_.Constant(c.op.value));
+      }
+    }
+    leaves_ = static_cast<int>(candidate_.ops.size());
+    // The block graph the prefixes are validated in (any tile sizes will do).
+    auto instantiated = Instantiate(region_, candidate_, sizes);
+    if (!instantiated.ok()) return stats_;
+    block_ = instantiated->kernels[0].block;
+    Grow(/*loop=*/true, -1, 0);
+    return stats_;
+  }
+
+ private:
+  bool OnlyPermuted(int input_op) const {
+    bool used = false;
+    for (const RegionOp& op : region_.ops) {
+      for (int a : op.args) {
+        if (a != input_op) continue;
+        used = true;
+        if (op.kind != RegionOp::Kind::kPermute) return false;
+      }
+    }
+    return used;
+  }
+
+  void AddLeaf(int region_op) {
+    CandidateOp c;
+    c.op.kind = TileOp::Kind::kInput;
+    c.op.input = static_cast<int>(candidate_.iterator_ops.size());
+    candidate_.iterator_ops.push_back(region_op);
+    AddFixed(std::move(c), region_exprs_[region_op]);
+  }
+
+  void AddFixed(CandidateOp op, ExprId e) {
+    for (size_t i = 0; i < candidate_.ops.size(); ++i) {
+      if (exprs_[i] == e) return;  // the same constant twice
+    }
+    candidate_.ops.push_back(std::move(op));
+    exprs_.push_back(e);
+  }
+
+  bool OutOfTime() {
+    if ((++ticks_ & 63) == 0 && std::chrono::steady_clock::now() > limits_.deadline) stats_.out_of_time = true;
+    return stats_.out_of_time || stopped_;
+  }
+
+  // Tries `op` on top of the current program; on success recurses.
+  void Try(TileOp op, bool loop, int last, int count) {
+    if (OutOfTime()) return;
+    const int n = static_cast<int>(candidate_.ops.size());
+    // Canonical order: read the previous op or sort after it; never repeat an op.
+    if (last >= 0 && std::find(op.args.begin(), op.args.end(), last) == op.args.end() &&
+        !(KeyOf(candidate_.ops[last].op) < KeyOf(op))) {
+      return;
+    }
+    for (int i = leaves_; i < n; ++i) {
+      if (KeyOf(candidate_.ops[i].op) == KeyOf(op) && candidate_.ops[i].op.dtype == op.dtype) return;
+    }
+    block_.tile_ops.push_back(op);
+    ++stats_.prefixes;
+    auto tiles = ugraph::AnalyzeTiles(block_);
+    const bool valid = tiles.ok() && (*tiles)[n].in_loop == (loop && op.kind != TileOp::Kind::kAccumulate);
+    if (!valid) {
+      ++stats_.invalid;
+      block_.tile_ops.pop_back();
+      return;
+    }
+    const ExprId e = ExprOf(op, (*tiles));
+    bool redundant = false;
+    for (int i = 0; i < n; ++i) redundant |= exprs_[i] == e && candidate_.ops[i].op.kind != TileOp::Kind::kAccumulate;
+    if (redundant || !checker_.IsSubexpression(e, target_)) {
+      ++stats_.pruned;
+      block_.tile_ops.pop_back();
+      return;
+    }
+    candidate_.ops.push_back({op, {}});
+    exprs_.push_back(e);
+    tiles_ = *std::move(tiles);
+    if (!loop && Completes(n)) Emit(n);
+    Grow(loop, n, count + 1);
+    candidate_.ops.pop_back();
+    exprs_.pop_back();
+    block_.tile_ops.pop_back();
+  }
+
+  ExprId ExprOf(const TileOp& op, const std::vector<TileInfo>& tiles) {
+    auto arg = [&](int k) { return exprs_[op.args[k]]; };
+    switch (op.kind) {
+      case TileOp::Kind::kUnary: return UnaryExpr(pool_, op.op, arg(0));
+      case TileOp::Kind::kBinary: return BinaryExpr(pool_, op.op, arg(0), arg(1));
+      case TileOp::Kind::kMatmul: {
+        const TileInfo& a = tiles[op.args[0]];
+        return pool_.Sum(MakeRational(AxisCount(a.axes.back()), 1), pool_.Mul(arg(0), arg(1)));
+      }
+      case TileOp::Kind::kReduceSum:
+        return pool_.Sum(MakeRational(AxisCount(tiles[op.args[0]].axes[op.axis]), 1), arg(0));
+      case TileOp::Kind::kAccumulate: {
+        const Schedule& s = candidate_.schedule;
+        for (size_t c = 0; c < s.map.size(); ++c) {
+          if (s.map[c] == Schedule::Map::kLoop) {
+            return pool_.Sum(MakeRational(NominalSize(region_.class_size[c]), s.tile[c]), arg(0));
+          }
+        }
+        return arg(0);
+      }
+      default: return arg(0);
+    }
+  }
+
+  // Elements a reduction over this axis sums: the loop tile, or the whole dim.
+  int64_t AxisCount(const ugraph::TileAxis& a) const {
+    return a.source == ugraph::TileAxis::Source::kFull ? a.size : a.source == ugraph::TileAxis::Source::kLoop ? a.size : 1;
+  }
+
+  bool Completes(int op) {
+    const TileInfo& t = tiles_[op];
+    const auto& out = region_.ops[region_.output_op()].classes;
+    if (t.axes.size() != out.size()) return false;
+    for (size_t d = 0; d < out.size(); ++d) {
+      const Schedule& s = candidate_.schedule;
+      const int c = out[d];
+      const auto src = t.axes[d].source;
+      const bool unit = region_.class_size[c] == Dim(1);
+      if (unit ? src != ugraph::TileAxis::Source::kOne
+               : s.map[c] == Schedule::Map::kGrid ? src != ugraph::TileAxis::Source::kGrid
+                                                  : src != ugraph::TileAxis::Source::kFull) {
+        return false;
+      }
+    }
+    return exprs_[op] == target_ || checker_.Equivalent(exprs_[op], target_);
+  }
+
+  // Hands out the program ending at `out` with the ops it does not use removed.
+  void Emit(int out) {
+    std::vector<bool> used(candidate_.ops.size(), false);
+    used[out] = true;
+    for (int i = out; i >= 0; --i) {
+      if (!used[i]) continue;
+      for (int a : candidate_.ops[i].op.args) used[a] = true;
+    }
+    for (int i = leaves_; i < out; ++i) {
+      if (!used[i]) return;  // a dead op: the same program without it is enumerated too
+    }
+    Candidate c;
+    c.schedule = candidate_.schedule;
+    std::vector<int> remap(candidate_.ops.size(), -1);
+    std::vector<int> iterators;
+    for (int i = 0; i <= out; ++i) {
+      if (!used[i]) continue;
+      CandidateOp op = candidate_.ops[i];
+      for (int& a : op.op.args) a = remap[a];
+      if (op.op.kind == TileOp::Kind::kInput) {
+        iterators.push_back(candidate_.iterator_ops[op.op.input]);
+        op.op.input = static_cast<int>(iterators.size()) - 1;
+      }
+      remap[i] = static_cast<int>(c.ops.size());
+      c.ops.push_back(std::move(op));
+    }
+    c.iterator_ops = std::move(iterators);
+    c.output = remap[out];
+    ++stats_.complete;
+    if (!found_(c)) stopped_ = true;
+  }
+
+  void Grow(bool loop, int last, int count) {
+    if (OutOfTime()) return;
+    const int n = static_cast<int>(candidate_.ops.size());
+    if (loop && count > 0) EnterPostLoop(last);
+    if (loop && !HasLoop()) {
+      Grow(false, -1, 0);
+      return;
+    }
+    if (count >= (loop ? limits_.max_loop_ops : limits_.max_post_ops)) return;
+    auto phase_ok = [&](const std::vector<int>& args) {
+      bool any_loop = false;
+      for (int a : args) any_loop |= tiles_[a].in_loop;
+      return loop ? any_loop : !any_loop;
+    };
+    if (tiles_.size() < static_cast<size_t>(n)) {
+      auto tiles = ugraph::AnalyzeTiles(block_);
+      if (!tiles.ok()) return;
+      tiles_ = *std::move(tiles);
+    }
+    for (int a = 0; a < n; ++a) {
+      for (OpKind u : unary_) {
+        if (phase_ok({a})) Try(Unary(u, a), loop, last, count);
+      }
+      for (size_t axis = 0; axis < tiles_[a].axes.size(); ++axis) {
+        const auto src = tiles_[a].axes[axis].source;
+        if (src != ugraph::TileAxis::Source::kLoop && src != ugraph::TileAxis::Source::kFull) continue;
+        if (!phase_ok({a})) continue;
+        TileOp op;
+        op.kind = TileOp::Kind::kReduceSum;
+        op.args = {a};
+        op.axis = static_cast<int>(axis);
+        Try(op, loop, last, count);
+      }
+      for (int b = 0; b < n; ++b) {
+        if (!phase_ok({a, b})) continue;
+        for (OpKind op : binary_) {
+          const bool commutative = op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kMaximum ||
+                                   op == OpKind::kMinimum;
+          if (commutative && b < a) continue;
+          TileOp t;
+          t.kind = TileOp::Kind::kBinary;
+          t.op = op;
+          t.args = {a, b};
+          Try(t, loop, last, count);
+        }
+        if (has_matmul_) {
+          TileOp t;
+          t.kind = TileOp::Kind::kMatmul;
+          t.args = {a, b};
+          t.dtype = MatmulDType();
+          Try(t, loop, last, count);
+        }
+      }
+    }
+  }
+
+  bool HasLoop() const {
+    for (Schedule::Map m : candidate_.schedule.map) {
+      if (m == Schedule::Map::kLoop) return true;
+    }
+    return false;
+  }
+
+  // Accumulates every loop-body tile that no other loop op reads and that
+  // has no loop axis left, then grows the post-loop program.
+  void EnterPostLoop(int last) {
+    const int n = static_cast<int>(candidate_.ops.size());
+    std::vector<bool> read(n, false);
+    for (int i = leaves_; i < n; ++i) {
+      for (int a : candidate_.ops[i].op.args) read[a] = true;
+    }
+    const size_t mark = candidate_.ops.size();
+    bool ok = true;
+    int accumulators = 0;
+    for (int i = leaves_; i < n && ok; ++i) {
+      if (read[i] || !tiles_[i].in_loop) continue;
+      TileOp acc;
+      acc.kind = TileOp::Kind::kAccumulate;
+      acc.args = {i};
+      block_.tile_ops.push_back(acc);
+      auto tiles = ugraph::AnalyzeTiles(block_);
+      if (!tiles.ok()) {
+        block_.tile_ops.pop_back();
+        ok = false;
+        break;
+      }
+      const ExprId e = ExprOf(acc, *tiles);
+      if (!checker_.IsSubexpression(e, target_)) {
+        ++stats_.pruned;
+        block_.tile_ops.pop_back();
+        ok = false;
+        break;
+      }
+      candidate_.ops.push_back({acc, {}});
+      exprs_.push_back(e);
+      tiles_ = *std::move(tiles);
+      ++accumulators;
+      if (Completes(static_cast<int>(candidate_.ops.size()) - 1)) Emit(static_cast<int>(candidate_.ops.size()) - 1);
+    }
+    if (ok && accumulators > 0) Grow(false, -1, 0);
+    while (candidate_.ops.size() > mark) {
+      candidate_.ops.pop_back();
+      exprs_.pop_back();
+      block_.tile_ops.pop_back();
+    }
+    tiles_.resize(mark);
+  }
+
+  DType MatmulDType() const {
+    DType widest = DType::kF16;
+    for (DType d : region_.input_dtypes) {
+      if (d == DType::kF32) return DType::kF32;
+      if (d == DType::kBF16) widest = DType::kBF16;
+    }
+    return widest;
+  }
+
+  static TileOp Unary(OpKind u, int a) {
+    TileOp op;
+    op.kind = TileOp::Kind::kUnary;
+    op.op = u;
+    op.args = {a};
+    return op;
+  }
+
+  const Region& region_;
+  ExprPool& pool_;
+  AbstractChecker& checker_;
+  const EnumerateLimits& limits_;
+  const std::function<bool(const Candidate&)>& found_;
+  Candidate candidate_;
+  ugraph::BlockGraph block_;
+  std::vector<TileInfo> tiles_;
+  std::vector<ExprId> exprs_;
+  std::vector<ExprId> region_exprs_;
+  ExprId target_ = 0;
+  int leaves_ = 0;
+  std::set<OpKind> unary_, binary_;
+  bool has_matmul_ = false;
+  EnumerateStats stats_;
+  int64_t ticks_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+std::vector<Schedule> Mappings(const Region& region) {
+  const int classes = static_cast<int>(region.class_size.size());
+  std::vector<int> reduced;
+  for (int c = 0; c < classes; ++c) {
+    if (region.class_reduced[c] && !IsOutputClass(region, c) && !(region.class_size[c] == Dim(1))) {
+      reduced.push_back(c);
+    }
+  }
+  // Output classes, innermost first, onto grid x, y, z.
+  Schedule base;
+  base.map.assign(classes, Schedule::Map::kFull);
+  base.grid_axis.assign(classes, -1);
+  base.tile.assign(classes, 1);
+  const auto& out = region.ops[region.output_op()].classes;
+  int axis = 0;
+  for (auto it = out.rbegin(); it != out.rend(); ++it) {
+    if (region.class_size[*it] == Dim(1) || base.map[*it] == Schedule::Map::kGrid) continue;
+    if (axis == 3) return {};  // more than three split dims
+    base.map[*it] = Schedule::Map::kGrid;
+    base.grid_axis[*it] = axis++;
+  }
+  std::vector<Schedule> mappings;
+  auto whole_ok = [&](int c) {
+    const Dim& d = region.class_size[c];
+    return d.is_concrete() && d.value() <= kWholeLimit;
+  };
+  // No loop: every reduced class read whole.
+  bool all_whole = true;
+  for (int c : reduced) all_whole &= whole_ok(c);
+  if (all_whole) mappings.push_back(base);
+  for (int loop : reduced) {
+    bool others_whole = true;
+    for (int c : reduced) others_whole &= c == loop || whole_ok(c);
+    if (!others_whole) continue;
+    Schedule s = base;
+    s.map[loop] = Schedule::Map::kLoop;
+    mappings.push_back(s);
+  }
+  for (Schedule& s : mappings) s = ScheduleVariants(region, s).front();
+  return mappings;
+}
+
+std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& mapping) {
+  std::vector<Schedule> out = {mapping};
+  auto fit = [&](int c, int64_t t) {
+    const Dim& d = region.class_size[c];
+    return d.is_concrete() ? std::min<int64_t>(t, d.value()) : t;
+  };
+  for (size_t c = 0; c < mapping.map.size(); ++c) {
+    std::vector<int64_t> choices;
+    if (mapping.map[c] == Schedule::Map::kLoop) choices = {32, 64, 128};
+    if (mapping.map[c] == Schedule::Map::kGrid) {
+      choices = mapping.grid_axis[c] == 0 ? std::vector<int64_t>{16, 32, 64, 128} : std::vector<int64_t>{16, 64};
+    }
+    if (choices.empty()) continue;
+    std::vector<Schedule> next;
+    for (const Schedule& s : out) {
+      std::set<int64_t> seen;
+      for (int64_t t : choices) {
+        const int64_t tile = fit(static_cast<int>(c), t);
+        if (!seen.insert(tile).second) continue;
+        Schedule v = s;
+        v.tile[c] = tile;
+        next.push_back(v);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+EnumerateStats EnumeratePrograms(const Region& region, const Schedule& mapping, ExprPool& pool,
+                                 AbstractChecker& checker, const EnumerateLimits& limits,
+                                 const std::function<bool(const Candidate&)>& found) {
+  return Enumerator(region, mapping, pool, checker, limits, found).Run();
+}
+
+}  // namespace kiln::search

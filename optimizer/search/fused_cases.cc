@@ -1,0 +1,67 @@
+#include "optimizer/search/fused_cases.h"
+
+#include "absl/strings/str_cat.h"
+#include "ops/ops.h"
+#include "tensor/check.h"
+
+namespace kiln::search {
+namespace {
+
+Tensor Leaf(std::vector<int64_t> sizes, double scale, uint64_t seed, DType dtype, Device device) {
+  Shape shape;
+  for (int64_t s : sizes) shape.push_back(s);
+  Tensor t = random_normal(shape, seed, 0, scale, dtype, Device::Cpu());
+  // On the CPU the inputs stay lazy sources: the search needs their shapes only.
+  if (device.type == DeviceType::kCpu) return t;
+  t = to(t, device);
+  KILN_CHECK(t.realize().ok(), "fused case: could not create an input");
+  return t;
+}
+
+FusedCase Finish(std::string name, std::vector<Tensor> inputs, Tensor output) {
+  FusedCase c{std::move(name), std::move(inputs), std::move(output), {}};
+  absl::StatusOr<Region> region = ExtractRegion(c.output.node().get(), [](const Node*) { return false; });
+  KILN_CHECK(region.ok(), absl::StrCat("fused case ", c.name, ": ", region.status().ToString()));
+  c.region = *std::move(region);
+  return c;
+}
+
+}  // namespace
+
+FusedCase RmsNormLinearCase(int64_t m, int64_t k, int64_t n, DType dtype, Device device) {
+  Tensor x = Leaf({m, k}, 1, 1, dtype, device), w = Leaf({k, n}, 0.02, 2, dtype, device);
+  // peers.py: x * rsqrt(mean(x^2) + 1e-6) @ W, the statistics in f32.
+  Tensor xf = cast(x, DType::kF32);
+  Tensor normed = cast(xf * rsqrt(mean(xf * xf, -1, /*keepdim=*/true) + 1e-6), dtype);
+  return Finish(absl::StrCat("rmsnorm_linear_", m, "x", k, "x", n), {x, w}, matmul(normed, w));
+}
+
+FusedCase GatedMlpCase(int64_t m, int64_t k, int64_t n, DType dtype, Device device) {
+  Tensor x = Leaf({m, k}, 1, 3, dtype, device);
+  Tensor w1 = Leaf({k, n}, 0.02, 4, dtype, device), w2 = Leaf({k, n}, 0.02, 5, dtype, device);
+  return Finish(absl::StrCat("gated_mlp_", m, "x", k, "x", n), {x, w1, w2}, silu(matmul(x, w1)) * matmul(x, w2));
+}
+
+FusedCase LoraCase(int64_t m, int64_t k, int64_t n, int64_t r, DType dtype, Device device) {
+  Tensor x = Leaf({m, k}, 1, 6, dtype, device), w = Leaf({k, n}, 0.05, 7, dtype, device);
+  Tensor a = Leaf({k, r}, 0.05, 8, dtype, device), b = Leaf({r, n}, 0.05, 9, dtype, device);
+  return Finish(absl::StrCat("lora_", m, "x", k, "x", n, "_r", r), {x, w, a, b},
+                matmul(x, w) + matmul(matmul(x, a), b));
+}
+
+std::vector<std::string> FusedCaseNames() {
+  return {"rmsnorm_linear_bs1", "rmsnorm_linear_bs8", "gated_mlp_bs8", "lora_r16"};
+}
+
+absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) {
+  FusedCase c;
+  if (name == "rmsnorm_linear_bs1") c = RmsNormLinearCase(2, 4096, 6144, DType::kF16, device);
+  else if (name == "rmsnorm_linear_bs8") c = RmsNormLinearCase(16, 4096, 6144, DType::kF16, device);
+  else if (name == "gated_mlp_bs8") c = GatedMlpCase(8, 4096, 4096, DType::kF16, device);
+  else if (name == "lora_r16") c = LoraCase(16, 256, 4096, 16, DType::kF16, device);
+  else return absl::NotFoundError(absl::StrCat("no fused case named ", name));
+  c.name = name;
+  return c;
+}
+
+}  // namespace kiln::search

@@ -1,0 +1,37 @@
+// The fused-op cases of the benchmark suite (../shared/bench/peers.py: same
+// names, shapes and formulas), written as plain, unfused tensor code, and
+// the region the search sees for each. Used by the tests, `kiln
+// superoptimize` and `kiln bench fused`.
+#ifndef KILN_OPTIMIZER_SEARCH_FUSED_CASES_H_
+#define KILN_OPTIMIZER_SEARCH_FUSED_CASES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "optimizer/search/region.h"
+#include "tensor/tensor.h"
+
+namespace kiln::search {
+
+struct FusedCase {
+  std::string name;
+  std::vector<Tensor> inputs;  // realized on a GPU; lazy random sources on the CPU
+  Tensor output;               // the unfused expression over them
+  Region region;
+};
+
+// Random inputs on `device`; dtype f16 unless given.
+FusedCase RmsNormLinearCase(int64_t m, int64_t k, int64_t n, DType dtype = DType::kF16,
+                            Device device = Device::Cpu());
+FusedCase GatedMlpCase(int64_t m, int64_t k, int64_t n, DType dtype = DType::kF16, Device device = Device::Cpu());
+FusedCase LoraCase(int64_t m, int64_t k, int64_t n, int64_t r, DType dtype = DType::kF16,
+                   Device device = Device::Cpu());
+
+// rmsnorm_linear_bs1, rmsnorm_linear_bs8, gated_mlp_bs8, lora_r16.
+std::vector<std::string> FusedCaseNames();
+absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device = Device::Cpu());
+
+}  // namespace kiln::search
+
+#endif  // KILN_OPTIMIZER_SEARCH_FUSED_CASES_H_

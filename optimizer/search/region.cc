@@ -1,0 +1,270 @@
+#include "optimizer/search/region.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "optimizer/search/op_expr.h"
+
+namespace kiln::search {
+namespace {
+
+bool IsSearchableUnary(OpKind op) { return IsUnary(op); }
+bool IsSearchableBinary(OpKind op) { return IsArithmetic(op); }
+
+bool IsFloatCast(const Node* n) {
+  return n->op == OpKind::kCast && IsFloating(n->dtype) && IsFloating(n->inputs[0]->dtype);
+}
+
+// A scalar constant, possibly expanded (full()).
+const Node* ScalarConstant(const Node* n) {
+  while (n->op == OpKind::kExpand || IsFloatCast(n)) n = n->inputs[0].get();
+  return n->op == OpKind::kConstant && n->shape.rank() == 0 ? n : nullptr;
+}
+
+// Union-find over dim classes.
+class Classes {
+ public:
+  int Make(const Dim& size) {
+    parent_.push_back(static_cast<int>(parent_.size()));
+    size_.push_back(size);
+    return parent_.back();
+  }
+  int Find(int c) {
+    while (parent_[c] != c) c = parent_[c] = parent_[parent_[c]];
+    return c;
+  }
+  void Union(int a, int b) { parent_[Find(a)] = Find(b); }
+  const Dim& size(int c) const { return size_[c]; }
+  int count() const { return static_cast<int>(parent_.size()); }
+
+ private:
+  std::vector<int> parent_;
+  std::vector<Dim> size_;
+};
+
+class Extractor {
+ public:
+  explicit Extractor(const std::function<bool(const Node*)>& is_boundary) : is_boundary_(is_boundary) {}
+
+  absl::StatusOr<Region> Run(const Node* output) {
+    if (!Searchable(output)) {
+      return absl::UnimplementedError(absl::StrCat("search: ", OpName(output->op), " is not searched"));
+    }
+    Visit(output);
+    bool worth = false;
+    for (const RegionOp& op : region_.ops) {
+      worth |= op.kind == RegionOp::Kind::kMatmul || op.kind == RegionOp::Kind::kReduce;
+    }
+    if (!worth) return absl::UnimplementedError("search: a region without matmul or reduction");
+    // Canonical class numbering, in order of first appearance.
+    absl::flat_hash_map<int, int> renumber;
+    for (RegionOp& op : region_.ops) {
+      for (int& c : op.classes) {
+        const int root = classes_.Find(c);
+        auto [it, fresh] = renumber.try_emplace(root, static_cast<int>(renumber.size()));
+        if (fresh) {
+          region_.class_size.push_back(classes_.size(root));
+          region_.class_reduced.push_back(ReducedRoot(root));
+        }
+        c = it->second;
+      }
+    }
+    region_.output = output;
+    region_.output_dtype = output->dtype;
+    return std::move(region_);
+  }
+
+ private:
+  bool ReducedRoot(int root) {
+    for (int c : reduced_) {
+      if (classes_.Find(c) == root) return true;
+    }
+    return false;
+  }
+
+  bool Searchable(const Node* n) const {
+    if (n->is_realized()) return false;
+    if (IsFloatCast(n) || ScalarConstant(n)) return true;
+    return IsSearchableUnary(n->op) || IsSearchableBinary(n->op) || n->op == OpKind::kMatmul ||
+           n->op == OpKind::kReduceSum || n->op == OpKind::kReduceMean || n->op == OpKind::kPermute;
+  }
+
+  int Add(RegionOp op) {
+    region_.ops.push_back(std::move(op));
+    return static_cast<int>(region_.ops.size()) - 1;
+  }
+
+  std::vector<int> FreshClasses(const Shape& shape) {
+    std::vector<int> c;
+    for (const Dim& d : shape) c.push_back(classes_.Make(d));
+    return c;
+  }
+
+  int Visit(const Node* n) {
+    if (auto it = done_.find(n); it != done_.end()) return it->second;
+    const int id = Build(n);
+    done_[n] = id;
+    return id;
+  }
+
+  int Build(const Node* n) {
+    if (const Node* c = ScalarConstant(n); c && !n->is_realized()) {
+      RegionOp op;
+      op.kind = RegionOp::Kind::kConstant;
+      op.value = std::get<ConstantAttrs>(c->attrs).value;
+      op.classes = FreshClasses(Shape());
+      return Add(std::move(op));
+    }
+    if (!region_.ops.empty() && (is_boundary_(n) || !Searchable(n))) return AddInput(n);
+    if (n->is_realized()) return AddInput(n);
+    if (IsFloatCast(n)) return Visit(n->inputs[0].get());
+    std::vector<int> args;
+    for (const auto& in : n->inputs) args.push_back(Visit(in.get()));
+    RegionOp op;
+    op.args = args;
+    op.op = n->op;
+    if (IsUnary(n->op)) {
+      op.kind = RegionOp::Kind::kUnary;
+      op.classes = region_.ops[args[0]].classes;
+    } else if (IsArithmetic(n->op)) {
+      op.kind = RegionOp::Kind::kBinary;
+      op.classes = Broadcast(region_.ops[args[0]], region_.ops[args[1]]);
+    } else if (n->op == OpKind::kMatmul) {
+      op.kind = RegionOp::Kind::kMatmul;
+      op.classes = MatmulClasses(region_.ops[args[0]], region_.ops[args[1]]);
+    } else if (n->op == OpKind::kPermute) {
+      op.kind = RegionOp::Kind::kPermute;
+      const auto& perm = std::get<PermuteAttrs>(n->attrs).perm;
+      op.axes.assign(perm.begin(), perm.end());
+      for (int p : op.axes) op.classes.push_back(region_.ops[args[0]].classes[p]);
+    } else {
+      op.kind = RegionOp::Kind::kReduce;
+      const auto& attrs = std::get<ReduceAttrs>(n->attrs);
+      op.axes.assign(attrs.axes.begin(), attrs.axes.end());
+      std::sort(op.axes.begin(), op.axes.end());
+      op.keepdim = attrs.keepdim;
+      const std::vector<int>& in = region_.ops[args[0]].classes;
+      for (int a = 0; a < static_cast<int>(in.size()); ++a) {
+        const bool reduced = std::find(op.axes.begin(), op.axes.end(), a) != op.axes.end();
+        if (reduced) reduced_.push_back(in[a]);
+        if (!reduced) op.classes.push_back(in[a]);
+        else if (op.keepdim) op.classes.push_back(classes_.Make(Dim(1)));
+      }
+    }
+    return Add(std::move(op));
+  }
+
+  int AddInput(const Node* n) {
+    RegionOp op;
+    op.kind = RegionOp::Kind::kInput;
+    op.input = static_cast<int>(region_.inputs.size());
+    region_.inputs.push_back(n);
+    region_.input_dtypes.push_back(n->dtype);
+    op.classes = FreshClasses(n->shape);
+    return Add(std::move(op));
+  }
+
+  std::vector<int> Broadcast(const RegionOp& a, const RegionOp& b) {
+    const size_t rank = std::max(a.classes.size(), b.classes.size());
+    std::vector<int> out(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      const int x = d + a.classes.size() >= rank ? a.classes[d + a.classes.size() - rank] : -1;
+      const int y = d + b.classes.size() >= rank ? b.classes[d + b.classes.size() - rank] : -1;
+      const bool x_unit = x < 0 || classes_.size(classes_.Find(x)) == Dim(1);
+      const bool y_unit = y < 0 || classes_.size(classes_.Find(y)) == Dim(1);
+      if (!x_unit && !y_unit) classes_.Union(x, y);
+      out[d] = x_unit ? (y >= 0 ? y : x) : x;
+    }
+    return out;
+  }
+
+  std::vector<int> MatmulClasses(const RegionOp& a, const RegionOp& b) {
+    const size_t ra = a.classes.size(), rb = b.classes.size();
+    classes_.Union(a.classes[ra - 1], b.classes[rb - 2]);
+    reduced_.push_back(a.classes[ra - 1]);
+    RegionOp batch_a, batch_b;
+    batch_a.classes.assign(a.classes.begin(), a.classes.end() - 2);
+    batch_b.classes.assign(b.classes.begin(), b.classes.end() - 2);
+    std::vector<int> out = Broadcast(batch_a, batch_b);
+    out.push_back(a.classes[ra - 2]);
+    out.push_back(b.classes[rb - 1]);
+    return out;
+  }
+
+  const std::function<bool(const Node*)>& is_boundary_;
+  Region region_;
+  Classes classes_;
+  std::vector<int> reduced_;
+  absl::flat_hash_map<const Node*, int> done_;
+};
+
+}  // namespace
+
+int64_t NominalSize(const Dim& d) { return d.is_concrete() ? d.value() : d.max_value(); }
+
+std::vector<int64_t> Region::Shape(int op, const std::vector<int64_t>& sizes) const {
+  std::vector<int64_t> shape;
+  for (int c : ops[op].classes) shape.push_back(sizes[c]);
+  return shape;
+}
+
+std::string Region::ToString() const {
+  std::string out;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const RegionOp& op = ops[i];
+    absl::StrAppend(&out, "r", i, " = ");
+    switch (op.kind) {
+      case RegionOp::Kind::kInput: absl::StrAppend(&out, "input #", op.input); break;
+      case RegionOp::Kind::kConstant: absl::StrAppend(&out, "const ", op.value); break;
+      case RegionOp::Kind::kPermute: absl::StrAppend(&out, "permute"); break;
+      default: absl::StrAppend(&out, OpName(op.op)); break;
+    }
+    for (int a : op.args) absl::StrAppend(&out, " r", a);
+    if (!op.axes.empty()) absl::StrAppend(&out, " axes [", absl::StrJoin(op.axes, ","), "]");
+    absl::StrAppend(&out, "  dims [");
+    for (size_t d = 0; d < op.classes.size(); ++d) {
+      absl::StrAppend(&out, d ? "," : "", "c", op.classes[d], "=", class_size[op.classes[d]].ToString());
+    }
+    absl::StrAppend(&out, "]\n");
+  }
+  return out;
+}
+
+absl::StatusOr<Region> ExtractRegion(const Node* output,
+                                     const std::function<bool(const Node*)>& is_boundary) {
+  return Extractor(is_boundary).Run(output);
+}
+
+std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool) {
+  std::vector<ExprId> e(region.ops.size());
+  for (size_t i = 0; i < region.ops.size(); ++i) {
+    const RegionOp& op = region.ops[i];
+    switch (op.kind) {
+      case RegionOp::Kind::kInput: e[i] = pool.Input(op.input); break;
+      case RegionOp::Kind::kConstant: e[i] = pool.Constant(op.value); break;
+      case RegionOp::Kind::kPermute: e[i] = e[op.args[0]]; break;
+      case RegionOp::Kind::kUnary: e[i] = UnaryExpr(pool, op.op, e[op.args[0]]); break;
+      case RegionOp::Kind::kBinary: e[i] = BinaryExpr(pool, op.op, e[op.args[0]], e[op.args[1]]); break;
+      case RegionOp::Kind::kMatmul: {
+        const RegionOp& a = region.ops[op.args[0]];
+        const int64_t k = NominalSize(region.class_size[a.classes.back()]);
+        e[i] = pool.Sum(MakeRational(k, 1), pool.Mul(e[op.args[0]], e[op.args[1]]));
+        break;
+      }
+      case RegionOp::Kind::kReduce: {
+        const RegionOp& in = region.ops[op.args[0]];
+        int64_t n = 1;
+        for (int a : op.axes) n *= NominalSize(region.class_size[in.classes[a]]);
+        e[i] = pool.Sum(MakeRational(n, 1), e[op.args[0]]);
+        if (op.op == OpKind::kReduceMean) e[i] = pool.Mul(e[i], pool.Constant(1.0 / static_cast<double>(n)));
+        break;
+      }
+    }
+  }
+  return e;
+}
+
+}  // namespace kiln::search

@@ -1,0 +1,65 @@
+// A region of a trace as the search sees it: a shape-generic program over
+// the region's inputs, in the ops the search understands (elementwise,
+// sum/mean reductions, matmul, permute; float casts are dropped since tiles
+// compute in f32), with every axis assigned a dim class: axes that must have
+// equal sizes (matmul's contracted axes, broadcast partners) share a class.
+// Classes let the verifier run a candidate at small sizes that keep its
+// tiling structure, and give the search the dims it may map to the grid and
+// the for-loop.
+#ifndef KILN_OPTIMIZER_SEARCH_REGION_H_
+#define KILN_OPTIMIZER_SEARCH_REGION_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "optimizer/search/abstract_expr.h"
+#include "tensor/node.h"
+
+namespace kiln::search {
+
+struct RegionOp {
+  enum class Kind : uint8_t { kInput, kConstant, kUnary, kBinary, kReduce, kMatmul, kPermute };
+  Kind kind = Kind::kInput;
+  OpKind op = OpKind::kLeaf;  // kUnary, kBinary; kReduce: kReduceSum or kReduceMean
+  std::vector<int> args;      // earlier ops
+  int input = -1;             // kInput
+  double value = 0;           // kConstant
+  std::vector<int> axes;      // kReduce: reduced axes (sorted); kPermute: the permutation
+  bool keepdim = false;       // kReduce
+  std::vector<int> classes;   // the dim class of each axis of the result
+};
+
+struct Region {
+  std::vector<RegionOp> ops;  // topological; the last is the output
+  std::vector<const Node*> inputs;
+  std::vector<DType> input_dtypes;
+  std::vector<Dim> class_size;       // by class
+  std::vector<bool> class_reduced;   // summed over somewhere (matmul or reduction)
+  const Node* output = nullptr;
+  DType output_dtype = DType::kF32;
+
+  int output_op() const { return static_cast<int>(ops.size()) - 1; }
+  // The concrete size of every class with `sizes` (by class) substituted.
+  std::vector<int64_t> Shape(int op, const std::vector<int64_t>& sizes) const;
+  std::string ToString() const;
+};
+
+// The region computing `output`, walking back through the ops the search
+// understands; a node where `is_boundary` holds, a realized leaf, or an op
+// outside that set becomes an input. Unimplemented when the output itself is
+// not searchable or the region has no matmul or reduction worth searching.
+absl::StatusOr<Region> ExtractRegion(const Node* output,
+                                     const std::function<bool(const Node*)>& is_boundary);
+
+// The abstract expression of each op (by op index), at the region's real sizes.
+std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool);
+
+// The abstract expression of sum over `n` elements; a class of symbolic size
+// counts with its upper bound.
+int64_t NominalSize(const Dim& d);
+
+}  // namespace kiln::search
+
+#endif  // KILN_OPTIMIZER_SEARCH_REGION_H_

@@ -1,0 +1,287 @@
+#include "optimizer/search/superoptimize.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "jit/cache_file.h"
+#include "nlohmann/json.hpp"
+#include "optimizer/search/abstract_check.h"
+#include "optimizer/search/enumerate.h"
+#include "optimizer/search/verify.h"
+#include "optimizer/tile_analysis.h"
+#include "optimizer/ugraph_json.h"
+#include "optimizer/ugraph_validate.h"
+#include "tensor/stable_hash.h"
+
+namespace kiln::search {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kCacheFormat[] = "kiln-search-1";
+constexpr size_t kMaxCacheBytes = 16 << 20;
+
+double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+// Runs f(i) for i in [0, n) on `threads` workers.
+void ParallelFor(int n, int threads, const std::function<void(int)>& f) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> workers;
+  const int count = std::max(1, std::min(threads, n));
+  for (int w = 0; w < count; ++w) {
+    workers.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) f(i);
+    });
+  }
+  for (std::thread& t : workers) t.join();
+}
+
+struct Ranked {
+  Candidate candidate;
+  ugraph::KernelGraph graph;
+  double estimate_us = 0;
+};
+
+absl::StatusOr<SearchResult> FromCache(const std::string& path) {
+  absl::StatusOr<std::string> text = jit::ReadWholeFile(path, kMaxCacheBytes);
+  if (!text.ok()) return text.status();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kCacheFormat) {
+    return absl::DataLossError(absl::StrCat("search cache entry ", path, " is unreadable"));
+  }
+  SearchResult result;
+  result.report.from_cache = true;
+  if (j.contains("graph") && j["graph"].is_string()) {
+    absl::StatusOr<ugraph::KernelGraph> graph = ugraph::FromJson(j["graph"].get<std::string>());
+    if (!graph.ok()) return absl::DataLossError(absl::StrCat("search cache entry ", path, ": ", graph.status().message()));
+    if (absl::Status s = ugraph::Validate(*graph); !s.ok()) {
+      return absl::DataLossError(absl::StrCat("search cache entry ", path, ": ", s.message()));
+    }
+    result.report.chosen_text = ugraph::ToText(*graph);
+    result.report.chosen_dot = ugraph::ToDot(*graph);
+    result.graph = *std::move(graph);
+  }
+  return result;
+}
+
+void ToCache(const std::string& path, const SearchResult& result) {
+  nlohmann::json j = {{"format", kCacheFormat}};
+  if (result.graph) j["graph"] = ugraph::ToJson(*result.graph);
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos) (void)jit::CreateDirectories(path.substr(0, slash));
+  (void)jit::WriteFileAtomically(path, j.dump(), /*fsync=*/false);  // a lost entry costs a search
+}
+
+}  // namespace
+
+std::string CachePath(const Region& region, const SearchOptions& options) {
+  StableHasher h;
+  h.Add(absl::string_view(kCacheFormat)).Add(absl::string_view(region.ToString()));
+  for (DType d : region.input_dtypes) h.Add(absl::string_view(DTypeName(d)));
+  h.Add(absl::string_view(DTypeName(region.output_dtype))).Add(absl::string_view(options.arch));
+  h.Add(options.max_loop_ops).Add(options.max_post_ops);
+  return absl::StrCat(options.cache_dir, "/search/", h.Finish().ToHex(), ".json");
+}
+
+double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
+  constexpr double kBandwidth = 3.0e12, kFlops = 50e12, kSms = 132, kLaunchUs = 3;
+  double total = 0;
+  for (const ugraph::Kernel& k : graph.kernels) {
+    const ugraph::BlockGraph& b = k.block;
+    auto count = [](const ugraph::LaunchDim& d) -> double {
+      if (d.extent.rank() == 0) return 1;
+      return static_cast<double>((NominalSize(d.extent[0]) + d.tile - 1) / d.tile);
+    };
+    const double blocks = count(b.grid[0]) * count(b.grid[1]) * count(b.grid[2]);
+    const double steps = count(b.forloop);
+    auto tiles = ugraph::AnalyzeTiles(b);
+    if (!tiles.ok()) return 1e30;
+    double unique_bytes = 0, block_bytes = 0, flops = 0;
+    for (int in : k.inputs) {
+      double n = static_cast<double>(DTypeSize(graph.tensors[in].dtype));
+      for (const Dim& d : graph.tensors[in].shape) n *= static_cast<double>(NominalSize(d));
+      unique_bytes += n;
+    }
+    for (int out : k.outputs) {
+      double n = static_cast<double>(DTypeSize(graph.tensors[out].dtype));
+      for (const Dim& d : graph.tensors[out].shape) n *= static_cast<double>(NominalSize(d));
+      unique_bytes += n;
+    }
+    for (size_t i = 0; i < b.tile_ops.size(); ++i) {
+      const ugraph::TileInfo& t = (*tiles)[i];
+      const double reps = t.in_loop ? steps : 1;
+      const ugraph::TileOp& op = b.tile_ops[i];
+      if (op.kind == ugraph::TileOp::Kind::kInput) {
+        const auto& view = b.inputs[op.input].view;
+        block_bytes += static_cast<double>(t.elements()) * DTypeSize(graph.tensors[view.tensor].dtype) * reps;
+      } else if (op.kind == ugraph::TileOp::Kind::kMatmul) {
+        flops += 2.0 * static_cast<double>(t.elements()) *
+                 static_cast<double>((*tiles)[op.args[0]].axes.back().size) * reps;
+      } else {
+        flops += static_cast<double>(t.elements()) * reps;
+      }
+    }
+    // Bytes every block reads beyond the unique ones mostly hit L2 (a tenth
+    // of the cost); too few blocks leave SMs idle.
+    const double bytes = unique_bytes + 0.1 * std::max(0.0, blocks * block_bytes - unique_bytes);
+    const double fill = std::min(1.0, blocks / kSms);
+    total += kLaunchUs + std::max(bytes / kBandwidth, blocks * flops / kFlops) * 1e6 / fill;
+  }
+  return total;
+}
+
+std::string SearchReport::ToString() const {
+  std::string out;
+  if (from_cache) {
+    absl::StrAppend(&out, "from the search cache (no search, verification or timing)\n");
+  } else {
+    absl::StrAppend(&out, "mappings ", mappings, "; prefixes ", prefixes, " (invalid ", invalid, ", pruned ", pruned,
+                    "); complete ", complete, " (duplicates ", duplicates, "); verified ", verified, ", rejected ",
+                    rejected, " (float ", float_rejected, "); schedule variants ", variants, "; timed ", timed,
+                    out_of_time ? "; OUT OF TIME" : "", "\n");
+    absl::StrAppend(&out, "time: search ", search_s * 1e3, " ms, verify ", verify_s * 1e3, " ms, compile+time ",
+                    time_s * 1e3, " ms, total ", total_s * 1e3, " ms; z3 queries ", z3_queries, " (cache hits ",
+                    z3_cache_hits, ")\n");
+  }
+  if (chosen_text.empty()) {
+    absl::StrAppend(&out, "chosen: the default lowering\n");
+  } else {
+    absl::StrAppend(&out, "chosen", schedule.empty() ? "" : absl::StrCat(" (", schedule, ")"), ": estimated ",
+                    estimated_us, " us");
+    if (measured_us) absl::StrAppend(&out, ", measured ", *measured_us, " us");
+    if (default_us) absl::StrAppend(&out, ", default lowering ", *default_us, " us");
+    absl::StrAppend(&out, ", float error ", float_error, "\n", chosen_text);
+  }
+  return out;
+}
+
+absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const std::string cache_path = options.cache_dir.empty() ? "" : CachePath(region, options);
+  if (!cache_path.empty()) {
+    absl::StatusOr<SearchResult> cached = FromCache(cache_path);
+    if (cached.ok()) {
+      cached->report.total_s = Seconds(start);
+      return cached;
+    }
+  }
+  SearchResult result;
+  SearchReport& report = result.report;
+  const int threads = options.threads > 0 ? options.threads
+                                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  // 1. Enumerate.
+  ExprPool pool;
+  AbstractChecker checker(pool);
+  EnumerateLimits limits;
+  limits.max_loop_ops = options.max_loop_ops;
+  limits.max_post_ops = options.max_post_ops;
+  limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(options.budget_seconds * 0.6));
+  std::vector<Candidate> found;
+  std::set<std::string> fingerprints;
+  const std::vector<Schedule> mappings = Mappings(region);
+  report.mappings = static_cast<int>(mappings.size());
+  for (const Schedule& mapping : mappings) {
+    EnumerateStats stats = EnumeratePrograms(region, mapping, pool, checker, limits, [&](const Candidate& c) {
+      absl::StatusOr<ugraph::KernelGraph> g = Instantiate(region, c, region.class_size);
+      if (g.ok() && !fingerprints.insert(ugraph::ToJson(*g)).second) {
+        ++report.duplicates;
+        return true;
+      }
+      found.push_back(c);
+      return true;
+    });
+    report.prefixes += stats.prefixes;
+    report.invalid += stats.invalid;
+    report.pruned += stats.pruned;
+    report.complete += stats.complete;
+    report.out_of_time |= stats.out_of_time;
+  }
+  const AbstractCheckStats z3 = checker.stats();
+  report.z3_queries = z3.queries;
+  report.z3_cache_hits = z3.cache_hits;
+  report.search_s = Seconds(start);
+
+  // 2. Verify every program over finite fields, in parallel.
+  const Clock::time_point verify_start = Clock::now();
+  std::vector<char> ok(found.size(), 0);
+  ParallelFor(static_cast<int>(found.size()), threads, [&](int i) {
+    absl::StatusOr<bool> v = VerifyOverFiniteFields(region, found[i], options.verify_tests, options.seed + i);
+    ok[i] = v.ok() && *v;
+  });
+  std::vector<Ranked> ranked;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (!ok[i]) {
+      ++report.rejected;
+      continue;
+    }
+    ++report.verified;
+    for (const Schedule& s : ScheduleVariants(region, found[i].schedule)) {
+      Candidate c = found[i];
+      c.schedule = s;
+      absl::StatusOr<ugraph::KernelGraph> g = Instantiate(region, c, region.class_size);
+      if (!g.ok() || !ugraph::Validate(*g).ok()) continue;
+      ++report.variants;
+      const double us = EstimateMicroseconds(*g);
+      ranked.push_back({std::move(c), *std::move(g), us});
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.estimate_us < b.estimate_us; });
+
+  // 3. The best few: verified again at their own tiles, checked in floating
+  // point, timed on the GPU where there is one.
+  const int top = std::min<int>(static_cast<int>(ranked.size()), options.time_graph ? options.time_top : 1);
+  std::vector<char> passed(top, 0);
+  std::vector<double> errors(top, 0);
+  ParallelFor(top, threads, [&](int i) {
+    absl::StatusOr<bool> v = VerifyOverFiniteFields(region, ranked[i].candidate, options.verify_tests,
+                                                    options.seed ^ (0x9e37 + i));
+    absl::StatusOr<FloatCheck> f = CheckFloatingPoint(region, ranked[i].candidate, options.seed + 7 * i);
+    passed[i] = v.ok() && *v && f.ok() && f->passed;
+    errors[i] = f.ok() ? f->max_error : -1;
+    if (f.ok() && !f->passed) ++report.float_rejected;
+  });
+  report.verify_s = Seconds(verify_start);
+  const Clock::time_point time_start = Clock::now();
+  int best = -1;
+  std::optional<double> best_us;
+  for (int i = 0; i < top; ++i) {
+    if (!passed[i]) continue;
+    if (!options.time_graph) {
+      best = i;
+      break;
+    }
+    absl::StatusOr<double> us = options.time_graph(ranked[i].graph);
+    ++report.timed;
+    if (us.ok() && (!best_us || *us < *best_us)) {
+      best = i;
+      best_us = *us;
+    }
+  }
+  if (options.time_default) {
+    absl::StatusOr<double> us = options.time_default();
+    if (us.ok()) report.default_us = *us;
+  }
+  report.time_s = Seconds(time_start);
+  if (best >= 0 && !(best_us && report.default_us && *best_us >= *report.default_us)) {
+    result.candidate = ranked[best].candidate;
+    result.graph = ranked[best].graph;
+    report.estimated_us = ranked[best].estimate_us;
+    report.measured_us = best_us;
+    report.float_error = errors[best];
+    report.schedule = ranked[best].candidate.schedule.ToString(region);
+    report.chosen_text = ugraph::ToText(*result.graph);
+    report.chosen_dot = ugraph::ToDot(*result.graph);
+  }
+  report.total_s = Seconds(start);
+  if (!cache_path.empty() && !report.out_of_time) ToCache(cache_path, result);
+  return result;
+}
+
+}  // namespace kiln::search

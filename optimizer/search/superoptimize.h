@@ -1,0 +1,72 @@
+// The superoptimizer's driver for one region: cache lookup, enumeration of
+// candidate graph-defined kernels (enumerate.h), finite-field verification
+// and a floating-point check (verify.h), ranking by a cost model, timing of
+// the best few on the GPU when a timer is given, and the on-disk cache of
+// the choice. The default lowering stays the floor: a region whose search
+// finds nothing better (or runs out of budget) keeps it.
+#ifndef KILN_OPTIMIZER_SEARCH_SUPEROPTIMIZE_H_
+#define KILN_OPTIMIZER_SEARCH_SUPEROPTIMIZE_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "optimizer/search/candidate.h"
+#include "optimizer/search/region.h"
+#include "optimizer/ugraph.h"
+
+namespace kiln::search {
+
+struct SearchOptions {
+  double budget_seconds = 4.0;  // per region: search + verify + compile + time
+  int max_loop_ops = 4;
+  int max_post_ops = 5;
+  int threads = 0;              // verification workers; 0: the hardware's
+  int verify_tests = 3;         // finite-field tests per candidate
+  int time_top = 4;             // candidates timed on the GPU
+  uint64_t seed = 0x6b696c6e;
+  std::string cache_dir;        // empty: no disk cache
+  std::string arch = "cpu";     // part of the cache key (e.g. sm_90a)
+  // Microseconds per run of a kernel graph on the GPU, or an error; unset
+  // on a machine without one (the cost model alone then chooses).
+  std::function<absl::StatusOr<double>(const ugraph::KernelGraph&)> time_graph;
+  // Microseconds of the region under the default lowering (for the report).
+  std::function<absl::StatusOr<double>()> time_default;
+};
+
+struct SearchReport {
+  bool from_cache = false;
+  int mappings = 0;
+  int64_t prefixes = 0, invalid = 0, pruned = 0, complete = 0, duplicates = 0;
+  int64_t verified = 0, rejected = 0, float_rejected = 0, variants = 0, timed = 0;
+  bool out_of_time = false;
+  double search_s = 0, verify_s = 0, time_s = 0, total_s = 0;
+  int64_t z3_queries = 0, z3_cache_hits = 0;
+  double estimated_us = 0;            // cost model, chosen candidate
+  std::optional<double> measured_us;  // GPU, chosen candidate
+  std::optional<double> default_us;   // GPU, default lowering
+  std::string chosen_text, chosen_dot, schedule;
+  double float_error = 0;
+  std::string ToString() const;
+};
+
+struct SearchResult {
+  std::optional<ugraph::KernelGraph> graph;  // at the region's sizes; empty: keep the default
+  std::optional<Candidate> candidate;
+  SearchReport report;
+};
+
+absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOptions& options);
+
+// The cost model's estimate for a graph on an H100-like GPU, microseconds.
+double EstimateMicroseconds(const ugraph::KernelGraph& graph);
+
+// The cache file of a region (under options.cache_dir).
+std::string CachePath(const Region& region, const SearchOptions& options);
+
+}  // namespace kiln::search
+
+#endif  // KILN_OPTIMIZER_SEARCH_SUPEROPTIMIZE_H_

@@ -1,0 +1,145 @@
+#include "optimizer/search/verify.h"
+
+#include <cmath>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/movement.h"
+#include "ops/reduce.h"
+#include "optimizer/search/algebra.h"
+#include "optimizer/search/finite_field.h"
+#include "optimizer/search/interpret.h"
+
+namespace kiln::search {
+namespace {
+
+std::vector<int64_t> Concrete(const std::vector<Dim>& sizes) {
+  std::vector<int64_t> out;
+  for (const Dim& d : sizes) out.push_back(d.value());
+  return out;
+}
+
+// Runs the candidate at `sizes` on `inputs` (by region input).
+template <typename Alg, typename V = typename Alg::Value>
+absl::StatusOr<DenseArray<V>> RunCandidate(const Region& region, const Candidate& candidate,
+                                           const std::vector<Dim>& sizes,
+                                           const std::vector<DenseArray<V>>& inputs, const Alg& alg) {
+  absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(region, candidate, sizes);
+  if (!graph.ok()) return graph.status();
+  std::vector<DenseArray<V>> tensors(graph->tensors.size());
+  for (size_t i = 0; i < inputs.size(); ++i) tensors[i] = inputs[i];
+  if (absl::Status s = RunTiledGraph(*graph, tensors, alg); !s.ok()) return s;
+  return std::move(tensors.back());
+}
+
+std::vector<int64_t> InputShape(const Region& region, int input, const std::vector<int64_t>& sizes) {
+  for (size_t i = 0; i < region.ops.size(); ++i) {
+    if (region.ops[i].kind == RegionOp::Kind::kInput && region.ops[i].input == input) {
+      return region.Shape(static_cast<int>(i), sizes);
+    }
+  }
+  return {};
+}
+
+// The region's ops replayed with kiln's ops on CPU tensors, in f32.
+absl::StatusOr<std::vector<float>> Reference(const Region& region, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> v(region.ops.size());
+  for (size_t i = 0; i < region.ops.size(); ++i) {
+    const RegionOp& op = region.ops[i];
+    auto arg = [&](int k) -> const Tensor& { return v[op.args[k]]; };
+    switch (op.kind) {
+      case RegionOp::Kind::kInput: v[i] = inputs[op.input]; break;
+      case RegionOp::Kind::kConstant: v[i] = scalar(op.value); break;
+      case RegionOp::Kind::kUnary: v[i] = apply_unary(op.op, arg(0)); break;
+      case RegionOp::Kind::kBinary: v[i] = apply_binary(op.op, arg(0), arg(1)); break;
+      case RegionOp::Kind::kPermute: v[i] = permute(arg(0), op.axes); break;
+      case RegionOp::Kind::kMatmul: v[i] = matmul(arg(0), arg(1)); break;
+      case RegionOp::Kind::kReduce:
+        v[i] = op.op == OpKind::kReduceMean ? mean(arg(0), op.axes, op.keepdim) : sum(arg(0), op.axes, op.keepdim);
+        break;
+    }
+  }
+  return v.back().to_host<float>();
+}
+
+}  // namespace
+
+std::vector<Dim> VerificationSizes(const Region& region, const Schedule& schedule) {
+  std::vector<Dim> sizes;
+  for (size_t c = 0; c < region.class_size.size(); ++c) {
+    const Dim& real = region.class_size[c];
+    if (real == Dim(1)) {
+      sizes.push_back(1);
+    } else if (schedule.map[c] == Schedule::Map::kFull) {
+      sizes.push_back(real.is_concrete() ? real.value() : 1);
+    } else {
+      sizes.push_back(schedule.tile[c] + 1);
+    }
+  }
+  return sizes;
+}
+
+absl::StatusOr<bool> VerifyOverFiniteFields(const Region& region, const Candidate& candidate, int tests,
+                                            uint64_t seed) {
+  const std::vector<Dim> sizes = VerificationSizes(region, candidate.schedule);
+  const std::vector<int64_t> concrete = Concrete(sizes);
+  std::mt19937_64 rng(seed);
+  for (int t = 0; t < tests; ++t) {
+    const Field field = Field::Random(rng());
+    FieldAlgebra alg(field);
+    std::vector<DenseArray<FieldElement>> inputs;
+    for (size_t i = 0; i < region.inputs.size(); ++i) {
+      DenseArray<FieldElement> a = DenseArray<FieldElement>::Filled(InputShape(region, static_cast<int>(i), concrete), {});
+      for (FieldElement& x : a.data) x = field.Uniform(rng(), rng());
+      inputs.push_back(std::move(a));
+    }
+    absl::StatusOr<DenseArray<FieldElement>> want = EvaluateRegion(region, concrete, inputs, alg);
+    if (!want.ok()) return want.status();
+    absl::StatusOr<DenseArray<FieldElement>> got = RunCandidate(region, candidate, sizes, inputs, alg);
+    if (!got.ok()) return got.status();
+    // The p components: the q component of an exponential is a random
+    // function, so comparing it would reject exact rewrites of exp.
+    if (got->data.size() != want->data.size()) return false;
+    for (size_t i = 0; i < got->data.size(); ++i) {
+      if (got->data[i].p != want->data[i].p) return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<FloatCheck> CheckFloatingPoint(const Region& region, const Candidate& candidate, uint64_t seed) {
+  const std::vector<Dim> sizes = VerificationSizes(region, candidate.schedule);
+  const std::vector<int64_t> concrete = Concrete(sizes);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  FloatAlgebra alg;
+  std::vector<DenseArray<float>> inputs;
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < region.inputs.size(); ++i) {
+    const std::vector<int64_t> shape = InputShape(region, static_cast<int>(i), concrete);
+    DenseArray<float> a = DenseArray<float>::Filled(shape, 0);
+    for (float& x : a.data) x = alg.Round(region.input_dtypes[i], normal(rng));
+    tensors.push_back(Tensor::FromHost<float>(a.data, shape));
+    inputs.push_back(std::move(a));
+  }
+  absl::StatusOr<std::vector<float>> want = Reference(region, tensors);
+  if (!want.ok()) return want.status();
+  absl::StatusOr<DenseArray<float>> got = RunCandidate(region, candidate, sizes, inputs, alg);
+  if (!got.ok()) return got.status();
+  if (got->data.size() != want->size()) return absl::InternalError("float check: output sizes differ");
+  FloatCheck check;
+  double scale = 1e-6;
+  for (float w : *want) scale = std::max(scale, static_cast<double>(std::abs(w)));
+  for (size_t i = 0; i < want->size(); ++i) {
+    const double err = std::abs(static_cast<double>(got->data[i]) - (*want)[i]);
+    check.max_error = std::max(check.max_error, std::isnan(err) ? INFINITY : err / scale);
+  }
+  check.tolerance = region.output_dtype == DType::kF32 ? 1e-4 : region.output_dtype == DType::kF16 ? 1e-2 : 4e-2;
+  check.passed = check.max_error <= check.tolerance;
+  return check;
+}
+
+}  // namespace kiln::search

@@ -1,0 +1,209 @@
+// The three discoveries the superoptimizer must make from plain tensor code,
+// and the properties of its search: pruning, verification, canonical order,
+// the cache. All on the CPU: verification and the floating-point check need
+// no GPU; the GPU suite runs the chosen kernels.
+#include "optimizer/search/superoptimize.h"
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "ops/ops.h"
+#include "optimizer/search/abstract_check.h"
+#include "optimizer/search/enumerate.h"
+#include "optimizer/search/verify.h"
+#include "optimizer/ugraph_json.h"
+#include "optimizer/search/fused_cases.h"
+#include "tests/test_util.h"
+
+namespace kiln::search {
+namespace {
+
+using testing::ScopedTempDir;
+using testing::ValueOrFail;
+using ugraph::TileOp;
+
+SearchResult Search(const Region& region, SearchOptions options = {}) {
+  options.budget_seconds = 20;  // generous: CI machines are slow; the bench reports real times
+  return ValueOrFail(Superoptimize(region, options));
+}
+
+int CountKind(const ugraph::BlockGraph& b, TileOp::Kind kind) {
+  int n = 0;
+  for (const TileOp& op : b.tile_ops) n += op.kind == kind;
+  return n;
+}
+
+// One kernel, whose only device tensors are the region's inputs and output.
+void ExpectSingleFusedKernel(const Region& region, const SearchResult& r) {
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  EXPECT_EQ(r.graph->kernels.size(), 1u);
+  EXPECT_EQ(r.graph->tensors.size(), region.inputs.size() + 1) << "an intermediate reached device memory";
+  for (const ugraph::DTensor& t : r.graph->tensors) EXPECT_NE(t.role, ugraph::TensorRole::kIntermediate);
+  EXPECT_EQ(r.graph->kernels[0].block.kind, ugraph::BlockKind::kTiled);
+  EXPECT_EQ(r.report.duplicates, 0);
+  EXPECT_LE(r.report.float_error, 1e-2);
+}
+
+// Every matmul reads the input tiles themselves: the normalization happens
+// after the product.
+TEST(Superoptimize, RmsNormLinearMovesTheDivisionAfterTheMatmul) {
+  FusedCase c = RmsNormLinearCase(16, 4096, 6144);
+  SearchResult r = Search(c.region);
+  ExpectSingleFusedKernel(c.region, r);
+  const ugraph::BlockGraph& b = r.graph->kernels[0].block;
+  ASSERT_EQ(CountKind(b, TileOp::Kind::kMatmul), 1) << r.report.chosen_text;
+  for (const TileOp& op : b.tile_ops) {
+    if (op.kind != TileOp::Kind::kMatmul) continue;
+    EXPECT_EQ(b.tile_ops[op.args[0]].kind, TileOp::Kind::kInput) << r.report.chosen_text;
+    EXPECT_EQ(b.tile_ops[op.args[1]].kind, TileOp::Kind::kInput) << r.report.chosen_text;
+  }
+  EXPECT_EQ(CountKind(b, TileOp::Kind::kAccumulate), 2) << "the product and the sum of squares";
+  EXPECT_GT(b.forloop.tile, 1);
+}
+
+TEST(Superoptimize, GatedMlpIsOneKernel) {
+  FusedCase c = GatedMlpCase(8, 4096, 4096);
+  SearchResult r = Search(c.region);
+  ExpectSingleFusedKernel(c.region, r);
+  EXPECT_EQ(CountKind(r.graph->kernels[0].block, TileOp::Kind::kMatmul), 2) << r.report.chosen_text;
+}
+
+// X@W + (X@A)@B: X@A accumulates beside X@W in the one K loop, and its
+// product with B joins the same output: (W|B) x (X|(X@A)) without copies.
+TEST(Superoptimize, LoraIsOneKernel) {
+  FusedCase c = LoraCase(16, 256, 4096, 16);
+  SearchResult r = Search(c.region);
+  ExpectSingleFusedKernel(c.region, r);
+  const ugraph::BlockGraph& b = r.graph->kernels[0].block;
+  EXPECT_EQ(CountKind(b, TileOp::Kind::kMatmul), 3) << r.report.chosen_text;
+}
+
+TEST(Superoptimize, OddShapesAreFoundAndChecked) {
+  for (int64_t m : {1, 3, 17}) {
+    FusedCase c = RmsNormLinearCase(m, 127, 129);
+    SearchResult r = Search(c.region);
+    ExpectSingleFusedKernel(c.region, r);
+  }
+}
+
+TEST(Superoptimize, F32RegionsUseF32Products) {
+  FusedCase c = GatedMlpCase(3, 127, 65, DType::kF32);
+  SearchResult r = Search(c.region);
+  ExpectSingleFusedKernel(c.region, r);
+  for (const TileOp& op : r.graph->kernels[0].block.tile_ops) {
+    if (op.kind == TileOp::Kind::kMatmul) EXPECT_EQ(op.dtype, DType::kF32);
+  }
+}
+
+TEST(Superoptimize, PruningKeepsGoodPrefixesAndDropsBadOnes) {
+  FusedCase c = RmsNormLinearCase(16, 4096, 6144);
+  ExprPool pool;
+  AbstractChecker checker(pool);
+  const ExprId target = RegionExpressions(c.region, pool).back();
+  const ExprId x = pool.Input(0), w = pool.Input(1);
+  // The loop body of the fused kernel, and its accumulators.
+  EXPECT_TRUE(checker.IsSubexpression(pool.Sum(MakeRational(64, 1), pool.Mul(x, w)), target));
+  EXPECT_TRUE(checker.IsSubexpression(pool.Sum(MakeRational(4096, 1), pool.Mul(x, x)), target));
+  // Nothing in rms_norm(X) @ W exponentiates, or multiplies W by itself.
+  EXPECT_FALSE(checker.IsSubexpression(pool.Exp(x), target));
+  EXPECT_FALSE(checker.IsSubexpression(pool.Sum(MakeRational(4096, 1), pool.Mul(w, w)), target));
+}
+
+// Subtly wrong versions of the found kernel fail the finite-field tests.
+TEST(Superoptimize, VerificationRejectsSubtlyWrongCandidates) {
+  FusedCase c = RmsNormLinearCase(4, 300, 200);
+  SearchResult r = Search(c.region);
+  ASSERT_TRUE(r.candidate.has_value());
+  const Candidate good = *r.candidate;
+  EXPECT_TRUE(ValueOrFail(VerifyOverFiniteFields(c.region, good, 3, 11)));
+  int mutations = 0;
+  for (size_t i = 0; i < good.ops.size(); ++i) {
+    const TileOp& op = good.ops[i].op;
+    if (op.kind == TileOp::Kind::kConstant && !good.ops[i].inverse_of_classes.empty()) {
+      Candidate bad = good;  // a missing rescale: sum instead of mean
+      bad.ops[i].inverse_of_classes.clear();
+      bad.ops[i].op.value = 1;
+      EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, bad, 3, 12)));
+      ++mutations;
+    }
+    if (op.kind == TileOp::Kind::kUnary && op.op == OpKind::kRsqrt) {
+      Candidate bad = good;  // sqrt for rsqrt
+      bad.ops[i].op.op = OpKind::kSqrt;
+      EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, bad, 3, 13)));
+      ++mutations;
+    }
+    if (op.kind == TileOp::Kind::kBinary && op.op == OpKind::kAdd) {
+      Candidate bad = good;  // eps subtracted
+      bad.ops[i].op.op = OpKind::kSub;
+      EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, bad, 3, 14)));
+      ++mutations;
+    }
+  }
+  EXPECT_EQ(mutations, 3) << r.report.chosen_text;
+}
+
+TEST(Superoptimize, VerificationRejectsAWrongReductionAxis) {
+  FusedCase c = RmsNormLinearCase(4, 300, 200);
+  SearchResult r = Search(c.region);
+  ASSERT_TRUE(r.candidate.has_value());
+  // Sum the squares over the rows (axis 0 of the tile) instead of the hidden dim.
+  Candidate bad = *r.candidate;
+  bool changed = false;
+  for (CandidateOp& op : bad.ops) {
+    if (op.op.kind == TileOp::Kind::kReduceSum && op.op.axis == 1) {
+      op.op.axis = 0;
+      changed = true;
+    }
+  }
+  ASSERT_TRUE(changed) << r.report.chosen_text;
+  absl::StatusOr<bool> verdict = VerifyOverFiniteFields(c.region, bad, 3, 5);
+  EXPECT_TRUE(!verdict.ok() || !*verdict);
+}
+
+TEST(Superoptimize, EnumerationHasNoDuplicates) {
+  FusedCase c = GatedMlpCase(8, 512, 512);
+  ExprPool pool;
+  AbstractChecker checker(pool);
+  for (const Schedule& mapping : Mappings(c.region)) {
+    std::set<std::string> seen;
+    int count = 0;
+    EnumeratePrograms(c.region, mapping, pool, checker, {}, [&](const Candidate& cand) {
+      ++count;
+      auto g = Instantiate(c.region, cand, c.region.class_size);
+      EXPECT_TRUE(g.ok());
+      if (g.ok()) EXPECT_TRUE(seen.insert(ugraph::ToJson(*g)).second) << "enumerated twice:\n" << ugraph::ToText(*g);
+      return true;
+    });
+    EXPECT_GT(count, 0);
+  }
+}
+
+TEST(Superoptimize, SecondRunComesFromTheCacheAndACorruptEntryIsReplaced) {
+  ScopedTempDir dir("search_cache");
+  FusedCase c = LoraCase(16, 256, 4096, 16);
+  SearchOptions options;
+  options.cache_dir = dir.path();
+  SearchResult first = Search(c.region, options);
+  ASSERT_TRUE(first.graph.has_value());
+  EXPECT_FALSE(first.report.from_cache);
+  SearchResult second = Search(c.region, options);
+  EXPECT_TRUE(second.report.from_cache);
+  EXPECT_EQ(second.report.prefixes, 0);
+  ASSERT_TRUE(second.graph.has_value());
+  EXPECT_EQ(ugraph::ToJson(*second.graph), ugraph::ToJson(*first.graph));
+  testing::WriteFile(CachePath(c.region, options), "{\"format\": \"kiln-search-1\", \"graph\": \"{broken");
+  SearchResult third = Search(c.region, options);
+  EXPECT_FALSE(third.report.from_cache);
+  ASSERT_TRUE(third.graph.has_value());
+  EXPECT_TRUE(Search(c.region, options).report.from_cache);
+}
+
+TEST(Superoptimize, RegionsWithoutWorkKeepTheDefault) {
+  Tensor x = random_normal({4, 8}, 1);
+  ASSERT_TRUE(x.realize().ok());
+  EXPECT_EQ(ExtractRegion((exp(x) + 1.0).node().get(), [](const Node*) { return false; }).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace kiln::search

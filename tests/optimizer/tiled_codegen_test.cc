@@ -1,0 +1,433 @@
+// The code generator for graph-defined blocks (BlockKind::kTiled), on
+// hand-made uGraphs of the kind the search finds: RMSNorm fused into the
+// following linear layer, a gated MLP, and LoRA in one kernel. TiledCodegen
+// compiles them with NVRTC (no GPU needed); GpuTiledCodegen runs them on a
+// GPU against a plain CPU loop.
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "jit/cuda_context.h"
+#include "jit/cuda_status.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
+#include "optimizer/ugraph_validate.h"
+#include "tensor/convert.h"
+#include "tests/test_util.h"
+
+namespace kiln {
+namespace {
+
+using ugraph::KernelGraph;
+using ugraph::TensorRole;
+using ugraph::TileOp;
+
+// Builds a graph of one kTiled kernel: grid axis 0 walks N in tiles of 64,
+// grid axis 1 walks M in tiles of 16, the loop walks K in steps of 64.
+class TiledGraph {
+ public:
+  TiledGraph(Dim m, Dim k, Dim n) {
+    ugraph::BlockGraph& b = graph_.kernels.emplace_back().block;
+    b.kind = ugraph::BlockKind::kTiled;
+    b.threads = 256;
+    b.grid[0] = {Shape{n}, 64};
+    b.grid[1] = {Shape{m}, 16};
+    b.forloop = {Shape{k}, 64};
+  }
+
+  int Tensor(DType dtype, Shape shape, TensorRole role) {
+    const int id = static_cast<int>(graph_.tensors.size());
+    graph_.tensors.push_back({.id = id, .dtype = dtype, .shape = std::move(shape), .role = role});
+    (role == TensorRole::kInput ? kernel().inputs : kernel().outputs).push_back(id);
+    return id;
+  }
+  // A tile op reading tensor `id` whole (no view steps).
+  int Read(int id, std::array<int, 3> imap, int fmap) {
+    ugraph::InputIterator it;
+    it.view.tensor = id;
+    it.view.source_shape = it.view.shape = graph_.tensors[id].shape;
+    it.imap = imap;
+    it.fmap = fmap;
+    block().inputs.push_back(it);
+    return Op({.kind = TileOp::Kind::kInput, .input = static_cast<int>(block().inputs.size()) - 1});
+  }
+  int Matmul(int a, int b, DType dtype) {
+    return Op({.kind = TileOp::Kind::kMatmul, .args = {a, b}, .dtype = dtype});
+  }
+  int Accumulate(int a) { return Op({.kind = TileOp::Kind::kAccumulate, .args = {a}}); }
+  int Unary(OpKind op, int a) { return Op({.kind = TileOp::Kind::kUnary, .op = op, .args = {a}}); }
+  int Binary(OpKind op, int a, int b) {
+    return Op({.kind = TileOp::Kind::kBinary, .op = op, .args = {a, b}});
+  }
+  int Constant(double value) { return Op({.kind = TileOp::Kind::kConstant, .value = value}); }
+  int ReduceSum(int a, int axis) { return Op({.kind = TileOp::Kind::kReduceSum, .args = {a}, .axis = axis}); }
+  // Output tensor `id` <- tile `value`; by default [M, N].
+  void Save(int id, int value, std::array<int, 3> omap = {1, 0, -1}) {
+    block().outputs.push_back({.tensor = id, .value = value, .omap = omap});
+  }
+
+  const KernelGraph& graph() const { return graph_; }
+
+ private:
+  int Op(TileOp op) {
+    block().tile_ops.push_back(std::move(op));
+    return static_cast<int>(block().tile_ops.size()) - 1;
+  }
+  ugraph::Kernel& kernel() { return graph_.kernels[0]; }
+  ugraph::BlockGraph& block() { return kernel().block; }
+
+  KernelGraph graph_;
+};
+
+// out = (X @ W) * rsqrt(mean(X^2) + 1e-6): the division moved after the matmul.
+// Tensors: t0 X [M, K], t1 W [K, N], t2 out [M, N].
+KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n) {
+  TiledGraph g(m, k, n);
+  const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
+  const int w = g.Tensor(dtype, {k, n}, TensorRole::kInput);
+  const int out = g.Tensor(dtype, {m, n}, TensorRole::kOutput);
+  const int x0 = g.Read(x, {-1, 0, -1}, 1);
+  const int x1 = g.Read(w, {1, -1, -1}, 0);
+  const int x3 = g.Accumulate(g.Matmul(x0, x1, dtype));
+  const int x6 = g.Accumulate(g.ReduceSum(g.Binary(OpKind::kMul, x0, x0), 1));
+  const int x8 = g.Binary(OpKind::kMul, x6, g.Constant(1.0 / static_cast<double>(k)));
+  const int x11 = g.Unary(OpKind::kRsqrt, g.Binary(OpKind::kAdd, x8, g.Constant(1e-6)));
+  g.Save(out, g.Binary(OpKind::kMul, x3, x11));
+  return g.graph();
+}
+
+// out = silu(X @ W1) * (X @ W2). Tensors: t0 X, t1 W1, t2 W2, t3 out.
+KernelGraph GatedMlp(DType dtype, Dim m, Dim k, Dim n) {
+  TiledGraph g(m, k, n);
+  const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
+  const int w1 = g.Tensor(dtype, {k, n}, TensorRole::kInput);
+  const int w2 = g.Tensor(dtype, {k, n}, TensorRole::kInput);
+  const int out = g.Tensor(dtype, {m, n}, TensorRole::kOutput);
+  const int x0 = g.Read(x, {-1, 0, -1}, 1);
+  const int gate = g.Accumulate(g.Matmul(x0, g.Read(w1, {1, -1, -1}, 0), dtype));
+  const int up = g.Accumulate(g.Matmul(x0, g.Read(w2, {1, -1, -1}, 0), dtype));
+  g.Save(out, g.Binary(OpKind::kMul, g.Unary(OpKind::kSilu, gate), up));
+  return g.graph();
+}
+
+// out = X @ W + (X @ A) @ B, A [K, r] read whole along r, B [r, N] read
+// whole along r after the loop. Tensors: t0 X, t1 W, t2 A, t3 B, t4 out.
+KernelGraph Lora(DType dtype, Dim m, int64_t k, Dim n, int64_t r) {
+  TiledGraph g(m, k, n);
+  const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
+  const int w = g.Tensor(dtype, {k, n}, TensorRole::kInput);
+  const int a = g.Tensor(dtype, {k, r}, TensorRole::kInput);
+  const int bt = g.Tensor(dtype, {r, n}, TensorRole::kInput);
+  const int out = g.Tensor(dtype, {m, n}, TensorRole::kOutput);
+  const int x0 = g.Read(x, {-1, 0, -1}, 1);
+  const int xw = g.Accumulate(g.Matmul(x0, g.Read(w, {1, -1, -1}, 0), dtype));
+  const int xa = g.Accumulate(g.Matmul(x0, g.Read(a, {-1, -1, -1}, 0), dtype));
+  const int xab = g.Matmul(xa, g.Read(bt, {1, -1, -1}, -1), dtype);
+  g.Save(out, g.Binary(OpKind::kAdd, xw, xab));
+  return g.graph();
+}
+
+// The kernel's CUDA source, or the test fails.
+absl::StatusOr<codegen::KernelSource> Generate(const KernelGraph& graph) {
+  if (absl::Status s = ugraph::Validate(graph); !s.ok()) return s;
+  return codegen::GenerateKernel(graph, 0);
+}
+
+void ExpectCompiles(const KernelGraph& graph) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+  absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+  ASSERT_TRUE(source.ok()) << source.status() << "\n" << ugraph::ToText(graph);
+  if (getenv("DUMP")) std::cout << source->source;
+  EXPECT_EQ(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block));
+  jit::CompileOptions options;
+  options.arch = "sm_90";
+  absl::StatusOr<std::string> cubin =
+      jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), options);
+  ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source->source;
+  EXPECT_FALSE(cubin->empty());
+}
+
+TEST(TiledCodegen, RmsNormLinearCompiles) {
+  for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectCompiles(RmsNormLinear(dtype, 17, 4097, 127));
+  }
+}
+
+TEST(TiledCodegen, GatedMlpCompiles) {
+  for (DType dtype : {DType::kF16, DType::kF32}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectCompiles(GatedMlp(dtype, 3, 127, 127));
+  }
+}
+
+TEST(TiledCodegen, LoraCompiles) {
+  for (DType dtype : {DType::kF16, DType::kF32}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectCompiles(Lora(dtype, 1, 4097, 127, 16));
+  }
+}
+
+TEST(TiledCodegen, SymbolicSizesBecomeKernelArguments) {
+  const Symbol tokens("tokens", 64), k("k", 8192);
+  const KernelGraph graph = GatedMlp(DType::kF16, tokens, k, 256);
+  ExpectCompiles(graph);
+  absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_EQ(source->symbols.size(), 2u);
+}
+
+TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
+  absl::StatusOr<codegen::KernelSource> source = Generate(RmsNormLinear(DType::kF16, 1, 4096, 4096));
+  ASSERT_TRUE(source.ok()) << source.status();
+  if (getenv("DUMP")) std::cout << source->source;
+  const std::string& code = source->source;
+  // The weight tile arrives by 16-byte loads, the product goes straight into
+  // its accumulator, and there is one loop over K.
+  EXPECT_THAT(code, ::testing::HasSubstr("load16_f16"));
+  EXPECT_THAT(code, ::testing::HasSubstr("summed into x3"));
+  EXPECT_THAT(code, ::testing::HasSubstr("extern __shared__"));
+  EXPECT_EQ(code.find("for (i64 step"), code.rfind("for (i64 step"));
+  EXPECT_EQ(source->threads, 256);
+}
+
+TEST(TiledCodegen, IntegerInputsAreUnimplemented) {
+  KernelGraph graph = GatedMlp(DType::kF32, 4, 64, 64);
+  graph.tensors[1].dtype = DType::kI32;
+  absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
+  ASSERT_FALSE(source.ok());
+  EXPECT_EQ(source.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(source.status().message(), ::testing::HasSubstr("input #1"));
+}
+
+TEST(TiledCodegen, ALoopTileReadingAnAccumulatorIsUnimplemented) {
+  TiledGraph g(4, 128, 64);
+  const int x = g.Tensor(DType::kF32, {4, 128}, TensorRole::kInput);
+  const int out = g.Tensor(DType::kF32, {4, 1}, TensorRole::kOutput);
+  const int x0 = g.Read(x, {-1, 0, -1}, 1);
+  const int total = g.Accumulate(g.ReduceSum(x0, 1));
+  g.Binary(OpKind::kSub, x0, total);  // reads the running sum at every step
+  g.Save(out, total, {-1, 0, -1});
+  const KernelGraph& graph = g.graph();
+  ASSERT_TRUE(ugraph::Validate(graph).ok()) << ugraph::Validate(graph);
+  absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
+  ASSERT_FALSE(source.ok());
+  EXPECT_EQ(source.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(source.status().message(), ::testing::HasSubstr("x3"));
+}
+
+TEST(TiledCodegen, TilesThatDoNotFitAreInvalid) {
+  KernelGraph graph = GatedMlp(DType::kF32, 4, 128, 64);
+  // The loop now walks N in the second weight: the matmul's k axes differ.
+  graph.kernels[0].block.inputs[2].fmap = 1;
+  graph.kernels[0].block.inputs[2].imap = {-1, -1, -1};
+  absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
+  ASSERT_FALSE(source.ok());
+  EXPECT_EQ(source.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ------------------------------------------------------------------ on a GPU
+
+// Values rounded to `dtype`, uniform in [-scale, scale).
+std::vector<float> RandomValues(DType dtype, int64_t count, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(count);
+  for (float& x : v) x = testing::RoundTo(dtype, dist(rng));
+  return v;
+}
+
+// Row-major [rows, inner] x [inner, cols] in double, operands rounded to
+// `dtype` (as the kernel's matmul does).
+std::vector<double> MatmulRef(DType dtype, const std::vector<float>& a, const std::vector<float>& b,
+                              int64_t rows, int64_t inner, int64_t cols) {
+  std::vector<double> out(rows * cols, 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t x = 0; x < inner; ++x) {
+      const double av = testing::RoundTo(dtype, a[i * inner + x]);
+      for (int64_t j = 0; j < cols; ++j) out[i * cols + j] += av * testing::RoundTo(dtype, b[x * cols + j]);
+    }
+  }
+  return out;
+}
+
+std::vector<float> Stored(DType dtype, const std::vector<double>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = testing::RoundTo(dtype, static_cast<float>(v[i]));
+  return out;
+}
+
+class GpuTiledCodegen : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<jit::CudaContext>> context = jit::CudaContext::Create(0);
+    if (!context.ok()) GTEST_SKIP() << "no CUDA device: " << context.status();
+    context_ = *std::move(context);
+    absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+    if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+    nvrtc_ = *nvrtc;
+  }
+
+  // Runs the graph's kernel on `inputs` (f32 values by tensor id, converted
+  // to each tensor's dtype) and returns tensor `output` as f32. The output
+  // starts as 0xff bytes (NaN), so an element the kernel skips shows.
+  absl::StatusOr<std::vector<float>> Run(const KernelGraph& graph,
+                                         const std::map<int, std::vector<float>>& inputs, int output,
+                                         const Bindings& bindings = {}) {
+    if (absl::Status s = ugraph::Validate(graph); !s.ok()) return s;
+    KILN_JIT_ASSIGN_OR_RETURN(codegen::KernelSource source, codegen::GenerateKernel(graph, 0));
+    jit::CompileOptions options;
+    options.arch = context_->info().arch();
+    KILN_JIT_ASSIGN_OR_RETURN(std::string cubin,
+                              jit::CompileToCubin(*nvrtc_, codegen::AssembleSource(source.source), options));
+    KILN_JIT_ASSIGN_OR_RETURN(std::unique_ptr<jit::CudaModule> module, context_->LoadModule(cubin));
+    KILN_JIT_ASSIGN_OR_RETURN(jit::CudaFunction * function, module->GetFunction(codegen::kKernelName));
+    std::vector<std::shared_ptr<Storage>> buffers(graph.tensors.size());
+    std::vector<int64_t> counts(graph.tensors.size());
+    for (const ugraph::DTensor& t : graph.tensors) {
+      KILN_JIT_ASSIGN_OR_RETURN(Extents sizes, t.shape.Evaluate(bindings));
+      counts[t.id] = NumElements(sizes);
+      const size_t bytes = std::max<size_t>(1, counts[t.id] * DTypeSize(t.dtype));
+      KILN_JIT_ASSIGN_OR_RETURN(buffers[t.id], context_->Allocate(bytes));
+      const jit::CUdeviceptr ptr = jit::DevicePointer(*buffers[t.id]);
+      if (t.role != TensorRole::kInput) {
+        KILN_JIT_RETURN_IF_ERROR(context_->Memset(ptr, 0xff, bytes));
+        continue;
+      }
+      const std::vector<float>& values = inputs.at(t.id);
+      if (static_cast<int64_t>(values.size()) != counts[t.id]) {
+        return absl::InvalidArgumentError(absl::StrCat("input t", t.id, " has the wrong size"));
+      }
+      std::vector<char> stored(bytes);
+      ConvertElements(DType::kF32, values.data(), t.dtype, stored.data(), counts[t.id]);
+      KILN_JIT_RETURN_IF_ERROR(context_->CopyHostToDevice(ptr, stored.data(), bytes));
+    }
+    // The kernel's one parameter: { char* t[]; long long s[]; int* err; }.
+    std::vector<uint64_t> params;
+    for (int t : source.slots) params.push_back(jit::DevicePointer(*buffers[t]));
+    for (const SymbolInfo* symbol : source.symbols) {
+      params.push_back(static_cast<uint64_t>(bindings.Find(symbol).value_or(0)));
+    }
+    if (source.symbols.empty()) params.push_back(0);
+    params.push_back(0);  // no error word: these kernels report nothing
+    jit::LaunchConfig config;
+    config.block.x = static_cast<unsigned>(source.threads);
+    config.dynamic_shared_bytes = static_cast<unsigned>(source.dynamic_shared_bytes);
+    unsigned* grid[3] = {&config.grid.x, &config.grid.y, &config.grid.z};
+    for (int g = 0; g < 3; ++g) {
+      const ugraph::LaunchDim& d = graph.kernels[0].block.grid[g];
+      KILN_JIT_ASSIGN_OR_RETURN(Extents extent, d.extent.Evaluate(bindings));
+      *grid[g] = static_cast<unsigned>((NumElements(extent) + d.tile - 1) / d.tile);
+    }
+    void* args[] = {params.data()};
+    KILN_JIT_RETURN_IF_ERROR(context_->Launch(*function, config, args));
+    KILN_JIT_RETURN_IF_ERROR(context_->Synchronize());
+    const DType dtype = graph.tensors[output].dtype;
+    std::vector<char> stored(counts[output] * DTypeSize(dtype));
+    KILN_JIT_RETURN_IF_ERROR(
+        context_->CopyDeviceToHost(stored.data(), jit::DevicePointer(*buffers[output]), stored.size()));
+    std::vector<float> out(counts[output]);
+    ConvertElements(dtype, stored.data(), DType::kF32, out.data(), counts[output]);
+    return out;
+  }
+
+  std::unique_ptr<jit::CudaContext> context_;
+  const jit::NvrtcApi* nvrtc_ = nullptr;
+};
+
+// Tolerances for results stored as `dtype`.
+double Tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-4 : 1e-2; }
+
+struct Shape3 {
+  int64_t m, k, n;
+};
+
+constexpr Shape3 kShapes[] = {{1, 127, 127}, {3, 4097, 127}, {17, 4097, 256}, {17, 64, 64}, {16, 128, 4096}};
+
+TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
+  for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
+    for (const Shape3& s : kShapes) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n));
+      const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 1);
+      const std::vector<float> w = RandomValues(dtype, s.k * s.n, 1.0f / std::sqrt(float(s.k)), 2);
+      absl::StatusOr<std::vector<float>> out = Run(RmsNormLinear(dtype, s.m, s.k, s.n), {{0, x}, {1, w}}, 2);
+      ASSERT_TRUE(out.ok()) << out.status();
+      std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
+      for (int64_t i = 0; i < s.m; ++i) {
+        double squares = 0;
+        for (int64_t j = 0; j < s.k; ++j) squares += double(x[i * s.k + j]) * x[i * s.k + j];
+        const double scale = 1.0 / std::sqrt(squares / double(s.k) + 1e-6);
+        for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] *= scale;
+      }
+      EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+    }
+  }
+}
+
+TEST_F(GpuTiledCodegen, GatedMlpMatchesACpuLoop) {
+  for (DType dtype : {DType::kF16, DType::kF32}) {
+    for (const Shape3& s : kShapes) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n));
+      const float scale = 1.0f / std::sqrt(float(s.k));
+      const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 3);
+      const std::vector<float> w1 = RandomValues(dtype, s.k * s.n, 2 * scale, 4);
+      const std::vector<float> w2 = RandomValues(dtype, s.k * s.n, scale, 5);
+      absl::StatusOr<std::vector<float>> out =
+          Run(GatedMlp(dtype, s.m, s.k, s.n), {{0, x}, {1, w1}, {2, w2}}, 3);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const std::vector<double> gate = MatmulRef(dtype, x, w1, s.m, s.k, s.n);
+      std::vector<double> expected = MatmulRef(dtype, x, w2, s.m, s.k, s.n);
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
+      EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+    }
+  }
+}
+
+TEST_F(GpuTiledCodegen, GatedMlpWithSymbolicSizesMatchesACpuLoop) {
+  const Symbol tokens("tokens", 64), k("k", 8192);
+  const KernelGraph graph = GatedMlp(DType::kF16, tokens, k, 256);
+  for (const Shape3& s : {Shape3{1, 4097, 256}, Shape3{17, 127, 256}, Shape3{5, 0, 256}}) {
+    SCOPED_TRACE(absl::StrCat("M=", s.m, " K=", s.k));
+    const DType dtype = DType::kF16;
+    const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 6);
+    const std::vector<float> w1 = RandomValues(dtype, s.k * s.n, 0.05f, 7);
+    const std::vector<float> w2 = RandomValues(dtype, s.k * s.n, 0.05f, 8);
+    absl::StatusOr<std::vector<float>> out =
+        Run(graph, {{0, x}, {1, w1}, {2, w2}}, 3, {{tokens, s.m}, {k, s.k}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<double> gate = MatmulRef(dtype, x, w1, s.m, s.k, s.n);
+    std::vector<double> expected = MatmulRef(dtype, x, w2, s.m, s.k, s.n);
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
+    EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), 1e-2, 1e-2));
+  }
+}
+
+TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
+  constexpr int64_t kRank = 16;
+  for (DType dtype : {DType::kF16, DType::kF32}) {
+    for (const Shape3& s : kShapes) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n));
+      const float scale = 1.0f / std::sqrt(float(s.k));
+      const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 9);
+      const std::vector<float> w = RandomValues(dtype, s.k * s.n, scale, 10);
+      const std::vector<float> a = RandomValues(dtype, s.k * kRank, scale, 11);
+      const std::vector<float> b = RandomValues(dtype, kRank * s.n, 0.25f, 12);
+      absl::StatusOr<std::vector<float>> out =
+          Run(Lora(dtype, s.m, s.k, s.n, kRank), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
+      ASSERT_TRUE(out.ok()) << out.status();
+      // X @ A is an f32 sum the second matmul rounds to its dtype.
+      const std::vector<double> xa = MatmulRef(DType::kF32, x, a, s.m, s.k, kRank);
+      std::vector<float> xa_rounded(xa.size());
+      for (size_t i = 0; i < xa.size(); ++i) xa_rounded[i] = static_cast<float>(xa[i]);
+      const std::vector<double> xab = MatmulRef(dtype, xa_rounded, b, s.m, kRank, s.n);
+      std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] += xab[i];
+      EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
