@@ -101,6 +101,7 @@ int BenchGenerate() {
 int RunBench(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "generate") return BenchGenerate();
   if (!args.empty() && args[0] == "gpu") return BenchGpu();
+  if (!args.empty() && args[0] == "fused") return BenchFused();
   std::fprintf(stderr, "kiln bench: unknown benchmark; available: generate, gpu\n");
   return 2;
 }

@@ -14,6 +14,10 @@ int RunGenerate(const std::vector<std::string>& args);
 // `kiln bench generate|gpu`: generation speed on the CPU; GPU runtime latencies.
 int RunBench(const std::vector<std::string>& args);
 int BenchGpu();
+// `kiln bench fused`: the fused-op suite on the GPU, JSON for compare.py.
+int BenchFused();
+// Searches each fused case's region and explains what happened.
+int RunSuperoptimize(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli
 

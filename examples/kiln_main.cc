@@ -20,6 +20,12 @@ constexpr char kUsage[] =
     "           prefill and decode tokens/s on the CPU, and where the time goes\n"
     "  bench gpu [--steps N]\n"
     "           GPU runtime: decoder-layer cold/warm latency, 1B-shaped decode ms/token\n"
+    "  bench fused [--cases a,b] [--out fused.json] [--budget S]\n"
+    "           the fused-op suite (peers.py's cases) on the GPU: kernel us, search time\n"
+    "           cold and warm; JSON for ../shared/bench/compare.py\n"
+    "  superoptimize [--cases a,b] [--dot] [--budget S]\n"
+    "           per region: candidates enumerated/pruned/verified/timed, time per phase,\n"
+    "           the chosen uGraph (text, DOT) and its speed against the default lowering\n"
     "  demo     record a small trace, print it and its hash, then realize it\n"
     "\n"
     "Flags may be spelled with - or _ (--top-p, --top_p).\n";
@@ -57,6 +63,7 @@ int main(int argc, char** argv) {
   if (command == "generate") return kiln::cli::RunGenerate(args);
   if (command == "bench") return kiln::cli::RunBench(args);
   if (command == "demo") return kiln::cli::RunDemo(args);
+  if (command == "superoptimize") return kiln::cli::RunSuperoptimize(args);
   std::fprintf(stderr, "kiln: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -16,21 +16,20 @@
 
 namespace kiln {
 
+struct CudaExecutor::CompiledGraph::Kernel {
+  codegen::KernelSource source;
+  jit::CudaFunction* function = nullptr;
+};
+
 // Everything needed to run traces of one structure.
 struct CudaExecutor::Plan {
-  struct CompiledKernel {
-    codegen::KernelSource source;
-    jit::CudaFunction* function = nullptr;
-  };
   struct Output {
     int tensor = -1;
     std::vector<int> views;  // trace node indices of the view chain, innermost first
   };
-  ugraph::KernelGraph graph;
+  std::shared_ptr<const CompiledGraph> compiled;
   std::vector<int> tensor_node;  // DTensor id -> index in the trace's nodes
   std::vector<Output> outputs;
-  std::vector<CompiledKernel> kernels;
-  bool reports_errors = false;
 };
 
 namespace {
@@ -141,16 +140,11 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
   options.in_place_updates = in_place;
   absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(trace, options);
   if (!lowered.ok()) return lowered.status();
-  const jit::DeviceInfo& info = context_.info();
-  ugraph::DeviceLimits limits;
-  limits.max_threads_per_block = info.max_threads_per_block;
-  limits.max_shared_memory_per_block = info.shared_memory_per_block;
-  if (absl::Status s = ugraph::Validate(lowered->graph, limits); !s.ok()) {
+  if (absl::Status s = ugraph::Validate(lowered->graph, limits()); !s.ok()) {
     return absl::InternalError(absl::StrCat("CUDA executor: the lowering produced an invalid graph: ",
                                             s.message(), "\n", ugraph::ToText(lowered->graph)));
   }
   auto plan = std::make_shared<Plan>();
-  plan->graph = lowered->graph;
   for (const Node* n : lowered->tensor_nodes) plan->tensor_node.push_back(trace.IndexOf(n));
   for (const lowering::LoweredTrace::Output& o : lowered->outputs) {
     Plan::Output out;
@@ -158,11 +152,29 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
     for (const Node* v : o.views) out.views.push_back(trace.IndexOf(v));
     plan->outputs.push_back(std::move(out));
   }
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compiled = Compile(std::move(lowered->graph));
+  if (!compiled.ok()) return compiled.status();
+  plan->compiled = *std::move(compiled);
+  return std::shared_ptr<const Plan>(std::move(plan));
+}
+
+ugraph::DeviceLimits CudaExecutor::limits() const {
+  const jit::DeviceInfo& info = context_.info();
+  ugraph::DeviceLimits limits;
+  limits.max_threads_per_block = info.max_threads_per_block;
+  limits.max_shared_memory_per_block = info.shared_memory_per_block;
+  return limits;
+}
+
+absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor::Compile(
+    ugraph::KernelGraph graph) {
+  if (absl::Status s = ugraph::Validate(graph, limits()); !s.ok()) return s;
+  auto compiled = std::make_shared<CompiledGraph>();
+  compiled->graph = std::move(graph);
   jit::CompileOptions compile;
-  compile.arch = info.arch();
-  for (size_t k = 0; k < plan->graph.kernels.size(); ++k) {
-    absl::StatusOr<codegen::KernelSource> source =
-        codegen::GenerateKernel(plan->graph, static_cast<int>(k));
+  compile.arch = context_.info().arch();
+  for (size_t k = 0; k < compiled->graph.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(compiled->graph, static_cast<int>(k));
     if (!source.ok()) return source.status();
     absl::StatusOr<jit::CachedKernel> cubin =
         kernel_cache_->GetOrCompile(codegen::AssembleSource(source->source), compile);
@@ -171,75 +183,20 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
     if (!module.ok()) return module.status();
     absl::StatusOr<jit::CudaFunction*> function = (*module)->GetFunction(codegen::kKernelName);
     if (!function.ok()) return function.status();
-    plan->reports_errors |= source->reports_errors;
-    plan->kernels.push_back({*std::move(source), *function});
+    compiled->reports_errors |= source->reports_errors;
+    compiled->kernels.push_back({*std::move(source), *function});
   }
-  return std::shared_ptr<const Plan>(std::move(plan));
+  return std::shared_ptr<const CompiledGraph>(std::move(compiled));
 }
 
-void CudaExecutor::ResetStats() {
-  absl::MutexLock lock(&mu_);
-  stats_ = CudaExecutorStats();
-}
-
-absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
-                                                          const Bindings& bindings) {
-  const auto host_start = std::chrono::steady_clock::now();
-  std::optional<jit::CudaEvent> gpu_start, gpu_end;
-  absl::StatusOr<std::shared_ptr<const Plan>> found = PlanFor(trace);
-  if (!found.ok()) return found.status();
-  const Plan& plan = **found;
+absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, const std::vector<TensorData>& buffers,
+                                             const Bindings& bindings) {
   if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
-
-  // Buffers: leaves as they are, the rest allocated (or aliased) now.
-  const std::vector<Node*>& nodes = trace.nodes();
-  std::vector<TensorData> buffers(plan.graph.tensors.size());
-  for (const ugraph::DTensor& t : plan.graph.tensors) {
-    const Node* node = nodes[plan.tensor_node[t.id]];
-    if (t.role == ugraph::TensorRole::kInput) {
-      if (!node->is_realized() || node->data.storage->device().type != DeviceType::kCuda) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "CUDA executor: input ", node->shape.ToString(), " is not on the GPU; use to()"));
-      }
-      buffers[t.id] = node->data;
-      continue;
-    }
-    absl::StatusOr<Extents> sizes = t.shape.Evaluate(bindings);
-    if (!sizes.ok()) return sizes.status();
-    TensorData data;
-    if (t.aliases >= 0) {
-      data = buffers[t.aliases];
-    } else {
-      const size_t bytes = std::max<size_t>(1, Product(*sizes) * DTypeSize(t.dtype));
-      absl::StatusOr<std::shared_ptr<Storage>> storage = context_.Allocate(bytes);
-      if (!storage.ok()) return storage.status();
-      data.storage = *std::move(storage);
-      if (poison_buffers_) {
-        if (absl::Status s = context_.Memset(reinterpret_cast<uint64_t>(data.storage->data()), 0xff, bytes);
-            !s.ok()) {
-          return s;
-        }
-      }
-    }
-    data.sizes = *sizes;
-    data.strides = ContiguousStrides(*sizes);
-    buffers[t.id] = std::move(data);
-  }
-
   const uint64_t error_word = reinterpret_cast<uint64_t>(error_word_->data());
   int64_t launches = 0;
-  if (profile_) {
-    absl::StatusOr<jit::CudaEvent> start = context_.CreateEvent();
-    absl::StatusOr<jit::CudaEvent> end = context_.CreateEvent();
-    if (!start.ok()) return start.status();
-    if (!end.ok()) return end.status();
-    gpu_start.emplace(*std::move(start));
-    gpu_end.emplace(*std::move(end));
-    if (absl::Status s = gpu_start->Record(); !s.ok()) return s;
-  }
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    const Plan::CompiledKernel& kernel = plan.kernels[k];
-    const ugraph::BlockGraph& block = plan.graph.kernels[k].block;
+  for (size_t k = 0; k < compiled.kernels.size(); ++k) {
+    const CompiledGraph::Kernel& kernel = compiled.kernels[k];
+    const ugraph::BlockGraph& block = compiled.graph.kernels[k].block;
     // Slice updates check their bounds here, where the start is known.
     for (const ugraph::OutputSaver& o : block.outputs) {
       if (o.shift_axis < 0) continue;
@@ -278,7 +235,7 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
     // The kernel's one parameter: { char* t[]; long long s[]; int* err; }.
     std::vector<uint64_t> params;
     for (int t : kernel.source.slots) {
-      params.push_back(DevicePointer(buffers[t], plan.graph.tensors[t].dtype));
+      params.push_back(DevicePointer(buffers[t], compiled.graph.tensors[t].dtype));
     }
     if (kernel.source.slots.empty()) params.push_back(0);
     for (const SymbolInfo* symbol : kernel.source.symbols) {
@@ -290,6 +247,72 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
     if (absl::Status s = context_.Launch(*kernel.function, config, args); !s.ok()) return s;
     ++launches;
   }
+  return launches;
+}
+
+void CudaExecutor::ResetStats() {
+  absl::MutexLock lock(&mu_);
+  stats_ = CudaExecutorStats();
+}
+
+absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
+                                                          const Bindings& bindings) {
+  const auto host_start = std::chrono::steady_clock::now();
+  std::optional<jit::CudaEvent> gpu_start, gpu_end;
+  absl::StatusOr<std::shared_ptr<const Plan>> found = PlanFor(trace);
+  if (!found.ok()) return found.status();
+  const Plan& plan = **found;
+  if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
+
+  // Buffers: leaves as they are, the rest allocated (or aliased) now.
+  const std::vector<Node*>& nodes = trace.nodes();
+  std::vector<TensorData> buffers(plan.compiled->graph.tensors.size());
+  for (const ugraph::DTensor& t : plan.compiled->graph.tensors) {
+    const Node* node = nodes[plan.tensor_node[t.id]];
+    if (t.role == ugraph::TensorRole::kInput) {
+      if (!node->is_realized() || node->data.storage->device().type != DeviceType::kCuda) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "CUDA executor: input ", node->shape.ToString(), " is not on the GPU; use to()"));
+      }
+      buffers[t.id] = node->data;
+      continue;
+    }
+    absl::StatusOr<Extents> sizes = t.shape.Evaluate(bindings);
+    if (!sizes.ok()) return sizes.status();
+    TensorData data;
+    if (t.aliases >= 0) {
+      data = buffers[t.aliases];
+    } else {
+      const size_t bytes = std::max<size_t>(1, Product(*sizes) * DTypeSize(t.dtype));
+      absl::StatusOr<std::shared_ptr<Storage>> storage = context_.Allocate(bytes);
+      if (!storage.ok()) return storage.status();
+      data.storage = *std::move(storage);
+      if (poison_buffers_) {
+        if (absl::Status s = context_.Memset(reinterpret_cast<uint64_t>(data.storage->data()), 0xff, bytes);
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+    data.sizes = *sizes;
+    data.strides = ContiguousStrides(*sizes);
+    buffers[t.id] = std::move(data);
+  }
+
+  const uint64_t error_word = reinterpret_cast<uint64_t>(error_word_->data());
+  if (profile_) {
+    absl::StatusOr<jit::CudaEvent> start = context_.CreateEvent();
+    absl::StatusOr<jit::CudaEvent> end = context_.CreateEvent();
+    if (!start.ok()) return start.status();
+    if (!end.ok()) return end.status();
+    gpu_start.emplace(*std::move(start));
+    gpu_end.emplace(*std::move(end));
+    if (absl::Status s = gpu_start->Record(); !s.ok()) return s;
+  }
+  const CompiledGraph& compiled = *plan.compiled;
+  absl::StatusOr<int64_t> launched = Launch(compiled, buffers, bindings);
+  if (!launched.ok()) return launched.status();
+  const int64_t launches = *launched;
   double host_seconds = 0, gpu_seconds = 0;
   if (profile_) {
     host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
@@ -304,7 +327,7 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
     stats_.host_seconds += host_seconds;
     stats_.gpu_seconds += gpu_seconds;
   }
-  if (plan.reports_errors) {
+  if (plan.compiled->reports_errors) {
     int code = 0;
     if (absl::Status s = context_.CopyDeviceToHost(&code, error_word, sizeof(int)); !s.ok()) return s;
     if (code != 0) {

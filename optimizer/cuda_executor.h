@@ -16,6 +16,8 @@
 #include "jit/cuda_context.h"
 #include "jit/kernel_cache.h"
 #include "jit/module_cache.h"
+#include "optimizer/ugraph.h"
+#include "optimizer/ugraph_validate.h"
 #include "tensor/executor.h"
 
 namespace kiln {
@@ -35,6 +37,13 @@ struct CudaExecutorStats {
 class CudaExecutor : public Executor {
  public:
   struct Plan;
+  // A uGraph with every kernel generated and compiled, ready to launch.
+  struct CompiledGraph {
+    struct Kernel;
+    ugraph::KernelGraph graph;
+    std::vector<Kernel> kernels;
+    bool reports_errors = false;
+  };
 
   // Opens the device (driver and NVRTC through dlopen). Unavailable, with the
   // reason, when there is no usable GPU.
@@ -46,6 +55,12 @@ class CudaExecutor : public Executor {
   absl::StatusOr<TensorData> CopyFromHost(const TensorData& host, DType dtype) override;
 
   jit::CudaContext& context() { return context_; }
+  ugraph::DeviceLimits limits() const;
+  // Validates, generates and compiles (through the kernel cache) every kernel.
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> Compile(ugraph::KernelGraph graph);
+  // Queues every kernel on `buffers` (by DTensor id); returns the launches.
+  absl::StatusOr<int64_t> Launch(const CompiledGraph& compiled, const std::vector<TensorData>& buffers,
+                                 const Bindings& bindings);
   // Fill every buffer the executor allocates with 0xff bytes (NaN, -1) before
   // kernels run, so that tests see any element a kernel fails to write.
   void set_poison_buffers(bool poison) { poison_buffers_ = poison; }

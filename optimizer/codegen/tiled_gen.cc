@@ -139,24 +139,15 @@ absl::Status TiledGenerator::Plan() {
                                                    DTypeName(dtype), "; tiles hold f32, f16 or bf16"));
     }
   }
-  // A tile reading an accumulator must wait for the loop to end.
-  std::vector<bool> after_acc(n, false);
   std::vector<int> uses(n, 0);
   phase_.assign(n, Phase::kBefore);
   for (size_t i = 0; i < n; ++i) {
     const TileOp& op = b_.tile_ops[i];
-    for (int a : op.args) {
-      after_acc[i] = after_acc[i] || after_acc[a] || b_.tile_ops[a].kind == TileOp::Kind::kAccumulate;
-      ++uses[a];
-    }
-    if (tiles_[i].in_loop && after_acc[i]) {
-      return absl::UnimplementedError(
-          absl::StrCat("codegen: tile op x", i, " reads an accumulator inside the for-loop"));
-    }
+    for (int a : op.args) ++uses[a];
     // An accumulator is zeroed before the loop and updated at each step.
     const bool accumulates = op.kind == TileOp::Kind::kAccumulate;
     phase_[i] = tiles_[i].in_loop || accumulates ? Phase::kLoop
-                : after_acc[i]                   ? Phase::kAfter
+                : tiles_[i].after_loop           ? Phase::kAfter
                                                  : Phase::kBefore;
   }
   for (const ugraph::OutputSaver& o : b_.outputs) ++uses[o.value];

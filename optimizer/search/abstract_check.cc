@@ -32,12 +32,17 @@ using Kind = AbstractNode::Kind;
 //
 // Encoding: values are an uninterpreted sort E; add/mul/div: E x E -> E,
 // exp/sqrt: E -> E, sum: Real x E -> E, one E -> ... -> E function per opaque
-// op and arity, one E constant per input and per program constant. The
-// relation "is a subexpression of the target" is asked with the target fixed,
-// as a predicate within: E -> Bool: within(target) is asserted and within is
-// closed downwards (every argument of a term within is within). That is
-// subexpr(., target) with reflexivity and transitivity built in, and it costs
-// one instance per term instead of a cubic transitive closure.
+// op and arity, one E constant per input and per program constant (by value).
+// The relation "is a subexpression of the target" is asked with the target
+// fixed, as a predicate within: E -> Bool: within(target) is asserted and
+// within is closed downwards (every argument of a term within is within).
+// That is subexpr(., target) with reflexivity and transitivity built in, at
+// one instance per term instead of a cubic transitive closure. A second
+// predicate, summed, stands for sums of any size (see AddAxioms).
+//
+// A query is proven when Z3 answers unsat. The axioms give no way to refute
+// one, so a query that is not provable ends in "unknown" once E-matching has
+// nothing left to instantiate, or when the time is up.
 class Session {
  public:
   Session()

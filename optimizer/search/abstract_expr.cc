@@ -105,6 +105,7 @@ ExprId ExprPool::Sqrt(ExprId a) {
 
 ExprId ExprPool::Sum(Rational size, ExprId a) {
   KILN_CHECK(size.num > 0 && size.den > 0, "Sum: the size must be positive");
+  KILN_CHECK(a >= 0 && a < this->size(), "Sum: argument id out of range");
   // A for-loop accumulating sums of tiles is one sum over all the elements:
   // merging here makes such terms syntactically equal to the target's.
   if (node(a).kind == AbstractNode::Kind::kSum) {
@@ -155,7 +156,7 @@ std::string ExprPool::ToString(ExprId id) const {
   auto call = [&](absl::string_view name, std::string first) {
     std::string s = absl::StrCat(name, "(", first);
     for (ExprId arg : n.args) {
-      if (!s.empty() && s.back() != '(') s += ", ";
+      if (s.back() != '(') s += ", ";
       s += ToString(arg);
     }
     return s + ")";

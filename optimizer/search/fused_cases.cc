@@ -1,5 +1,7 @@
 #include "optimizer/search/fused_cases.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "ops/ops.h"
 #include "tensor/check.h"
@@ -20,7 +22,11 @@ Tensor Leaf(std::vector<int64_t> sizes, double scale, uint64_t seed, DType dtype
 
 FusedCase Finish(std::string name, std::vector<Tensor> inputs, Tensor output) {
   FusedCase c{std::move(name), std::move(inputs), std::move(output), {}};
-  absl::StatusOr<Region> region = ExtractRegion(c.output.node().get(), [](const Node*) { return false; });
+  std::vector<const Node*> leaves;
+  for (const Tensor& t : c.inputs) leaves.push_back(t.node().get());
+  absl::StatusOr<Region> region = ExtractRegion(c.output.node().get(), [&](const Node* n) {
+    return std::find(leaves.begin(), leaves.end(), n) != leaves.end();
+  });
   KILN_CHECK(region.ok(), absl::StrCat("fused case ", c.name, ": ", region.status().ToString()));
   c.region = *std::move(region);
   return c;

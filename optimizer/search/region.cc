@@ -53,6 +53,7 @@ class Extractor {
     if (!Searchable(output)) {
       return absl::UnimplementedError(absl::StrCat("search: ", OpName(output->op), " is not searched"));
     }
+    output_ = output;
     Visit(output);
     bool worth = false;
     for (const RegionOp& op : region_.ops) {
@@ -118,7 +119,7 @@ class Extractor {
       op.classes = FreshClasses(Shape());
       return Add(std::move(op));
     }
-    if (!region_.ops.empty() && (is_boundary_(n) || !Searchable(n))) return AddInput(n);
+    if (n != output_ && (is_boundary_(n) || !Searchable(n))) return AddInput(n);
     if (n->is_realized()) return AddInput(n);
     if (IsFloatCast(n)) return Visit(n->inputs[0].get());
     std::vector<int> args;
@@ -195,6 +196,7 @@ class Extractor {
   }
 
   const std::function<bool(const Node*)>& is_boundary_;
+  const Node* output_ = nullptr;
   Region region_;
   Classes classes_;
   std::vector<int> reduced_;

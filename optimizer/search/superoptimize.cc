@@ -174,37 +174,46 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   const int threads = options.threads > 0 ? options.threads
                                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
-  // 1. Enumerate.
-  ExprPool pool;
-  AbstractChecker checker(pool);
+  // 1. Enumerate, one mapping per worker (each with its own expression pool
+  // and Z3 checker: pools are not shared between threads).
   EnumerateLimits limits;
   limits.max_loop_ops = options.max_loop_ops;
   limits.max_post_ops = options.max_post_ops;
   limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(options.budget_seconds * 0.6));
-  std::vector<Candidate> found;
-  std::set<std::string> fingerprints;
   const std::vector<Schedule> mappings = Mappings(region);
   report.mappings = static_cast<int>(mappings.size());
-  for (const Schedule& mapping : mappings) {
-    EnumerateStats stats = EnumeratePrograms(region, mapping, pool, checker, limits, [&](const Candidate& c) {
+  std::vector<std::vector<Candidate>> per_mapping(mappings.size());
+  std::vector<EnumerateStats> stats(mappings.size());
+  std::vector<AbstractCheckStats> z3(mappings.size());
+  ParallelFor(static_cast<int>(mappings.size()), threads, [&](int m) {
+    ExprPool pool;
+    AbstractChecker checker(pool);
+    stats[m] = EnumeratePrograms(region, mappings[m], pool, checker, limits, [&](const Candidate& c) {
+      per_mapping[m].push_back(c);
+      return true;
+    });
+    z3[m] = checker.stats();
+  });
+  std::vector<Candidate> found;
+  std::set<std::string> fingerprints;
+  for (size_t m = 0; m < mappings.size(); ++m) {
+    for (Candidate& c : per_mapping[m]) {
       absl::StatusOr<ugraph::KernelGraph> g = Instantiate(region, c, region.class_size);
       if (g.ok() && !fingerprints.insert(ugraph::ToJson(*g)).second) {
         ++report.duplicates;
-        return true;
+        continue;
       }
-      found.push_back(c);
-      return true;
-    });
-    report.prefixes += stats.prefixes;
-    report.invalid += stats.invalid;
-    report.pruned += stats.pruned;
-    report.complete += stats.complete;
-    report.out_of_time |= stats.out_of_time;
+      found.push_back(std::move(c));
+    }
+    report.prefixes += stats[m].prefixes;
+    report.invalid += stats[m].invalid;
+    report.pruned += stats[m].pruned;
+    report.complete += stats[m].complete;
+    report.out_of_time |= stats[m].out_of_time;
+    report.z3_queries += z3[m].queries;
+    report.z3_cache_hits += z3[m].cache_hits;
   }
-  const AbstractCheckStats z3 = checker.stats();
-  report.z3_queries = z3.queries;
-  report.z3_cache_hits = z3.cache_hits;
   report.search_s = Seconds(start);
 
   // 2. Verify every program over finite fields, in parallel.

@@ -142,32 +142,33 @@ __device__ __forceinline__ unsigned short load_f32_as_bf16(const void* p, i64 i)
 }  // namespace kiln
 
 namespace kiln {
-// 16-byte loads for tiles read along a row: whether element i of p starts a
-// 16-byte aligned vector, and the vector (4 f32 or 8 f16/bf16 values)
-// widened to f32 into out[0..].
+// Tile loads in two halves: the raw bits first (so that a thread can have
+// many loads in flight), widened to f32 later. Elements are 4 bytes (f32)
+// or 2 (f16, bf16); a 16-byte vector holds 16 / element_bytes of them.
+__device__ __forceinline__ unsigned load_bits_f32(const void* p, i64 i) { return static_cast<const unsigned*>(p)[i]; }
+__device__ __forceinline__ unsigned load_bits_f16(const void* p, i64 i) { return static_cast<const unsigned short*>(p)[i]; }
+__device__ __forceinline__ unsigned load_bits_bf16(const void* p, i64 i) { return static_cast<const unsigned short*>(p)[i]; }
+__device__ __forceinline__ float bits_to_f32(unsigned b) { return __uint_as_float(b); }
+__device__ __forceinline__ float bits_to_f16(unsigned b) { return f16_to_float(static_cast<f16_t>(b)); }
+__device__ __forceinline__ float bits_to_bf16(unsigned b) { return __uint_as_float(b << 16); }
+
+// Whether element i of p starts a 16-byte aligned vector.
 __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_bytes) {
   return ((reinterpret_cast<unsigned long long>(p) + static_cast<unsigned long long>(i) * element_bytes) & 15ULL) == 0;
 }
-__device__ __forceinline__ void load16_f32(const void* p, i64 i, float* out) {
-  const float4 v = *reinterpret_cast<const float4*>(static_cast<const float*>(p) + i);
-  out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w;
+__device__ __forceinline__ uint4 load16_bits(const void* p, i64 i, int element_bytes) {
+  return *reinterpret_cast<const uint4*>(static_cast<const char*>(p) + i * element_bytes);
 }
-__device__ __forceinline__ void load16_f16(const void* p, i64 i, float* out) {
-  const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const f16_t*>(p) + i);
+// Element j of a vector (j and element_bytes constant once unrolled).
+__device__ __forceinline__ unsigned vector_bits(const uint4& v, int j, int element_bytes) {
   const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    out[2 * k] = f16_to_float(static_cast<f16_t>(w[k] & 0xffffu));
-    out[2 * k + 1] = f16_to_float(static_cast<f16_t>(w[k] >> 16));
-  }
+  if (element_bytes == 4) return w[j];
+  return (w[j / 2] >> (16 * (j % 2))) & 0xffffu;
 }
-__device__ __forceinline__ void load16_bf16(const void* p, i64 i, float* out) {
-  const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const bf16_t*>(p) + i);
-  const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    out[2 * k] = __uint_as_float(w[k] << 16);
-    out[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
-  }
+__device__ __forceinline__ void set_vector_bits(uint4& v, int j, unsigned bits, int element_bytes) {
+  unsigned w[4] = {v.x, v.y, v.z, v.w};
+  if (element_bytes == 4) w[j] = bits;
+  else w[j / 2] |= bits << (16 * (j % 2));  // v starts as zeros
+  v = make_uint4(w[0], w[1], w[2], w[3]);
 }
 }  // namespace kiln
