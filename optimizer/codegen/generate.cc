@@ -6,7 +6,6 @@
 #include "optimizer/codegen/matmul_gen.h"
 #include "optimizer/codegen/tiled_gen.h"
 #include "optimizer/codegen/thread_emitter.h"
-#include "optimizer/ugraph_validate.h"
 
 namespace kiln::codegen {
 namespace {
@@ -151,6 +150,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   const BlockGraph& b = kernel.block;
   Emitter e(graph, kernel);
   for (int t : e.slots()) e.Strides(t);
+  int64_t dynamic_shared_bytes = 0;
   switch (b.kind) {
     case BlockKind::kPointwise:
       GeneratePointwise(e, b);
@@ -161,16 +161,18 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
     case BlockKind::kMatmul:
       if (absl::Status s = GenerateMatmul(e, b); !s.ok()) return s;
       break;
-    case BlockKind::kTiled:
-      if (absl::Status s = GenerateTiled(e, b); !s.ok()) return s;
+    case BlockKind::kTiled: {
+      absl::StatusOr<int64_t> shared_bytes = GenerateTiled(e, b);
+      if (!shared_bytes.ok()) return shared_bytes.status();
+      dynamic_shared_bytes = *shared_bytes;
       break;
+    }
   }
   KernelSource out;
   out.slots = e.slots();
   out.symbols = e.symbols().symbols();
   out.threads = b.threads;
-  // kTiled keeps every tile in dynamic shared memory (tiled_gen.cc).
-  if (b.kind == BlockKind::kTiled) out.dynamic_shared_bytes = ugraph::SharedMemoryBytes(b);
+  out.dynamic_shared_bytes = dynamic_shared_bytes;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
   out.source = absl::StrCat(

@@ -1,7 +1,9 @@
 // Code for graph-defined blocks (BlockKind::kTiled).
 //
-// Every tile op owns an f32 buffer in dynamic shared memory (the layout
-// SharedMemoryBytes counts), row-major over the op's tile axes. A thread
+// Tiles are f32 buffers in dynamic shared memory, row-major over the tile
+// axes, 16-byte aligned (SharedMemoryBytes' layout, less constants and
+// products summed straight into accumulators, plus scratch for matmuls
+// whose threads split the contraction). A thread
 // block walks grid points (grid-stride loops: the launch caps y and z); per
 // grid point it runs
 //   before the loop  the tiles that need neither a loop step nor an
@@ -15,11 +17,13 @@
 // the tails may compute anything (exp(0), rsqrt(0)).
 #include "optimizer/codegen/tiled_gen.h"
 
+#include <algorithm>
 #include <map>
 
 #include "optimizer/codegen/matmul_gen.h"
 #include "optimizer/codegen/thread_emitter.h"
 #include "optimizer/tile_analysis.h"
+#include "optimizer/ugraph_validate.h"
 #include "tensor/check.h"
 
 namespace kiln::codegen {
@@ -65,6 +69,8 @@ class TiledGenerator {
       : e_(e), b_(b), tiles_(std::move(tiles)) {}
 
   absl::Status Generate();
+  // Dynamic shared memory the kernel takes, in bytes.
+  int64_t shared_bytes() const { return 4 * (buffers_ + scratch_); }
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
@@ -74,7 +80,22 @@ class TiledGenerator {
   // The ops of one phase, its input tiles first: their loads go out
   // together and one barrier covers them all.
   void EmitPhase(Phase phase);
-  void EmitInput(int i);
+  // Issues the staged loop tiles' loads for the first step (before the
+  // loop) or the next one (inside it).
+  void EmitPrefetch(bool first);
+
+  // Input tiles. A staged input issues its loads into registers (raw bits)
+  // and converts them into its buffer later, so that a thread has all its
+  // loads in flight at once and the next loop step's loads overlap this
+  // step's work; a direct one (too many loads per thread to hold) loads and
+  // converts element by element.
+  void PlanInput(int i, int64_t* registers);
+  std::vector<std::string> TaskCoords(int i, const std::string& task);
+  void EmitIssue(int i, const std::string& task, const std::string& raw);
+  void EmitConvert(int i, const std::string& task, const std::string& raw);
+  void EmitStagedIssue(int i);
+  void EmitStagedStore(int i);
+  void EmitDirect(int i);
   void EmitElementwise(int i);
   void EmitMatmul(int i);
   void EmitReduce(int i);
@@ -88,6 +109,9 @@ class TiledGenerator {
   void Read(int buffer, bool same_element);
   void Wrote(int buffer, bool linear);
   void Sync();
+  // Elements of an axis that can be in range (the tile size, or less where
+  // the tensor is known to be smaller): what work is spread over.
+  static int64_t Useful(const TileAxis& a);
 
   // Opens the linear loop over a tile's elements: `for (int l = ...)`.
   void OpenLinear(int64_t elements);
@@ -109,6 +133,19 @@ class TiledGenerator {
   std::string InRange(const TileInfo& t, const std::vector<std::string>& coords, int skip = -1) const;
 
   std::string Buffer(int i) const { return absl::StrCat("x", i); }
+  std::string Raw(int i) const { return absl::StrCat("raw", i); }
+
+  // How an input tile is read: `tasks` loads of `width` elements (16 bytes
+  // along the last axis, or 1), unravelled over `task_sizes` in `order`
+  // (the axis adjacent in memory last, so neighbouring threads coalesce).
+  struct InputPlan {
+    DType dtype = DType::kF32;
+    int64_t width = 1;
+    std::vector<int64_t> task_sizes;
+    std::vector<int> order;
+    int64_t tasks = 0, per_thread = 0;
+    bool staged = false;
+  };
 
   Emitter& e_;
   const BlockGraph& b_;
@@ -117,6 +154,25 @@ class TiledGenerator {
   std::vector<int> fused_into_;  // a matmul summed straight into this accumulator, or -1
   std::vector<bool> fused_;      // an accumulator a matmul updates itself
   std::map<int, bool> dirty_;    // buffer -> written linearly
+  std::vector<InputPlan> inputs_;  // by tile op (kInput ops only)
+
+  // How a matmul's outputs spread over the threads: a task is `per` rows of
+  // one column; when there are fewer tasks than threads, `split` threads
+  // share a task, each summing every split-th k, and a second pass adds
+  // their partial sums (in slice order: deterministic) from `scratch`.
+  struct MatmulPlan {
+    int64_t rows = 0, cols = 0, depth = 0, batches = 1;  // tile sizes
+    int64_t per = 1, groups = 1, tasks = 0, split = 1;
+    int64_t scratch = 0;  // offset of its partial sums in `scratch`
+  };
+  void PlanMatmul(int i);
+  std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
+  std::vector<int64_t> offsets_;     // of each tile's buffer in floats, or -1
+  int64_t buffers_ = 0;              // floats of tile buffers
+  int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers
+  // The loop step whose tiles are being loaded (the next one, when
+  // prefetching): its first coordinate and in-range length.
+  std::string loop_start_ = "k0", loop_length_ = "kn";
 };
 
 absl::Status TiledGenerator::Plan() {
@@ -151,6 +207,13 @@ absl::Status TiledGenerator::Plan() {
                                                  : Phase::kBefore;
   }
   for (const ugraph::OutputSaver& o : b_.outputs) ++uses[o.value];
+  // Registers for staged loads: the loop's stay live across a step's work.
+  int64_t loop_registers = 48, other_registers = 64;
+  inputs_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (b_.tile_ops[i].kind != TileOp::Kind::kInput) continue;
+    PlanInput(static_cast<int>(i), tiles_[i].in_loop ? &loop_registers : &other_registers);
+  }
   // A matmul whose only use is an accumulator adds its product to the
   // accumulator directly: no product tile, no extra pass.
   fused_into_.assign(n, -1);
@@ -163,6 +226,23 @@ absl::Status TiledGenerator::Plan() {
       fused_into_[a] = static_cast<int>(i);
       fused_[i] = true;
     }
+  }
+  // A buffer per tile but constants (literals) and products summed straight
+  // into their accumulator, each 16-byte aligned for vector reads.
+  offsets_.assign(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0) continue;
+    offsets_[i] = buffers_;
+    buffers_ += (tiles_[i].elements() + 3) / 4 * 4;
+  }
+  const int64_t limit = ugraph::DeviceLimits().max_shared_memory_per_block;
+  if (4 * buffers_ > limit) {
+    return absl::UnimplementedError(absl::StrCat("codegen: the tiles need ", 4 * buffers_,
+                                                 " bytes of shared memory; a block has ", limit));
+  }
+  matmuls_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul) PlanMatmul(static_cast<int>(i));
   }
   return absl::OkStatus();
 }
@@ -178,6 +258,11 @@ void TiledGenerator::Wrote(int buffer, bool linear) { dirty_[buffer] = linear; }
 void TiledGenerator::Sync() {
   e_.Line("__syncthreads();");
   dirty_.clear();
+}
+
+int64_t TiledGenerator::Useful(const TileAxis& a) {
+  const bool tail = a.source == Source::kGrid || a.source == Source::kLoop;
+  return tail && a.extent.is_concrete() ? std::min(a.size, a.extent.value()) : a.size;
 }
 
 void TiledGenerator::OpenLinear(int64_t elements) {
@@ -217,7 +302,7 @@ std::string TiledGenerator::Operand(int a, const TileInfo& out, const std::vecto
 std::string TiledGenerator::Start(const TileAxis& a) const {
   switch (a.source) {
     case Source::kGrid: return absl::StrCat("s", a.grid_axis);
-    case Source::kLoop: return "k0";
+    case Source::kLoop: return loop_start_;
     case Source::kFull:
     case Source::kOne: return "0LL";
   }
@@ -227,7 +312,7 @@ std::string TiledGenerator::Start(const TileAxis& a) const {
 std::string TiledGenerator::Length(const TileAxis& a) const {
   switch (a.source) {
     case Source::kGrid: return absl::StrCat("n", a.grid_axis);
-    case Source::kLoop: return "kn";
+    case Source::kLoop: return loop_length_;
     case Source::kFull:
     case Source::kOne: return absl::StrCat(a.size, "LL");
   }
@@ -251,88 +336,149 @@ std::string TiledGenerator::InRange(const TileInfo& t, const std::vector<std::st
   return out;
 }
 
-void TiledGenerator::EmitInput(int i) {
-  const TileOp& op = b_.tile_ops[i];
+void TiledGenerator::PlanInput(int i, int64_t* registers) {
   const TileInfo& t = tiles_[i];
-  const ugraph::View& view = b_.inputs[op.input].view;
-  const DType dtype = e_.graph().tensors[view.tensor].dtype;
-  const std::string load = absl::StrCat("load_", DTypeSuffix(dtype));
-  const std::string ptr = absl::StrCat("p.t[", e_.Slot(view.tensor), "]");
-  const std::vector<int64_t> sizes = Sizes(t);
-  const int rank = static_cast<int>(sizes.size());
-  // Neighbouring threads read neighbouring elements of the dim adjacent in
-  // memory (coalescing); that dim goes last in the unravel order.
+  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
+  InputPlan& plan = inputs_[i];
+  plan.dtype = e_.graph().tensors[view.tensor].dtype;
+  plan.task_sizes = Sizes(t);
+  const int rank = static_cast<int>(plan.task_sizes.size());
   const int contiguous = ContiguousDim(e_.graph(), view);
-  const int fast = contiguous >= 0 && sizes[contiguous] > 1 ? contiguous : rank - 1;
-  std::vector<int> order;
+  const int fast = contiguous >= 0 && plan.task_sizes[contiguous] > 1 ? contiguous : rank - 1;
   for (int d = 0; d < rank; ++d) {
-    if (d != fast) order.push_back(d);
+    if (d != fast) plan.order.push_back(d);
   }
-  if (fast >= 0) order.push_back(fast);
-  const auto global = [&](const std::vector<std::string>& coords) {
-    std::vector<std::string> g(rank);
-    for (int d = 0; d < rank; ++d) g[d] = Global(t.axes[d], coords[d]);
-    return g;
-  };
-  // 16-byte vectors along the last dim when it is unit-stride for sure:
-  // the view only permutes and slices (reshapes and expands can break runs).
+  if (fast >= 0) plan.order.push_back(fast);
+  // 16-byte vectors along the last axis when it is surely unit-stride: the
+  // view only permutes and slices (reshapes and expands can break runs).
   bool plain_view = true;
   for (const ugraph::ViewStep& s : view.steps) {
     plain_view = plain_view && (s.kind == ugraph::ViewStep::Kind::kPermute ||
                                 s.kind == ugraph::ViewStep::Kind::kSlice);
   }
-  const int64_t width = 16 / static_cast<int64_t>(DTypeSize(dtype));
-  const bool vector = plain_view && rank > 0 && contiguous == rank - 1 && sizes[rank - 1] % width == 0;
-  Read(i, false);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": t", view.tensor, " ", DTypeName(dtype),
-           vector ? absl::StrCat(", ", width, " per 16-byte load") : "");
-  if (!vector) {
-    OpenLinear(t.elements());
-    const std::vector<std::string> coords = Unravel(sizes, order, "l");
-    e_.Line("float v = 0.0f;");
+  const int64_t width = 16 / static_cast<int64_t>(DTypeSize(plan.dtype));
+  if (plain_view && rank > 0 && contiguous == rank - 1 && plan.task_sizes[rank - 1] % width == 0) {
+    plan.width = width;
+    plan.task_sizes[rank - 1] /= width;
+  }
+  plan.tasks = t.elements() / plan.width;
+  plan.per_thread = (plan.tasks + b_.threads - 1) / b_.threads;
+  const int64_t cost = plan.per_thread * (plan.width > 1 ? 4 : 1);
+  plan.staged = cost <= *registers;
+  if (plan.staged) *registers -= cost;
+}
+
+std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& task) {
+  const InputPlan& plan = inputs_[i];
+  std::vector<std::string> coords = Unravel(plan.task_sizes, plan.order, task);
+  if (plan.width > 1) {
+    const std::string last = e_.Fresh("i");
+    e_.Linef("const int ", last, " = ", coords.back(), " * ", plan.width, ";");
+    coords.back() = last;
+  }
+  return coords;
+}
+
+void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string& raw) {
+  const InputPlan& plan = inputs_[i];
+  const TileInfo& t = tiles_[i];
+  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
+  const std::string ptr = absl::StrCat("p.t[", e_.Slot(view.tensor), "]");
+  const std::string load = absl::StrCat("load_bits_", DTypeSuffix(plan.dtype));
+  const size_t bytes = DTypeSize(plan.dtype);
+  const std::vector<std::string> coords = TaskCoords(i, task);
+  const auto offset = [&](const std::vector<std::string>& c) {
+    std::vector<std::string> g(c.size());
+    for (size_t d = 0; d < c.size(); ++d) g[d] = Global(t.axes[d], c[d]);
+    return e_.Offset(view, g);  // plain arithmetic: fine out of range too
+  };
+  const std::string off = e_.Fresh("off");
+  e_.Linef("const i64 ", off, " = ", offset(coords), ";");
+  if (plan.width == 1) {
     const std::string in_range = InRange(t, coords);
-    if (!in_range.empty()) e_.Open(absl::StrCat("if (", in_range, ")"));
-    e_.Linef("v = ", load, "(", ptr, ", ", e_.Offset(view, global(coords)), ");");
-    if (!in_range.empty()) e_.Close();
-    e_.Linef(Buffer(i), "[", RowMajor(sizes, coords), "] = v;");
-    e_.Close();
-    Wrote(i, false);
+    e_.Linef(raw, " = ", in_range.empty() ? "" : absl::StrCat(in_range, " ? "), load, "(", ptr, ", ", off,
+             ")", in_range.empty() ? "" : " : 0u", ";");
     return;
   }
-  std::vector<int64_t> vectors = sizes;
-  vectors[rank - 1] /= width;
-  OpenLinear(t.elements() / width);
-  std::vector<std::string> coords = Unravel(vectors, order, "l");
-  const std::string last = e_.Fresh("i");
-  e_.Linef("const int ", last, " = ", coords[rank - 1], " * ", width, ";");
-  coords[rank - 1] = last;
-  e_.Linef("float* const dst = ", Buffer(i), " + ", RowMajor(sizes, coords), ";");
-  // The whole vector in range and aligned: one load; otherwise per element.
+  // The whole vector in range and aligned: one load; else element by element.
+  const int rank = static_cast<int>(coords.size());
   std::string whole = InRange(t, coords, rank - 1);
-  const TileAxis& axis = t.axes[rank - 1];
-  if (axis.source == Source::kGrid || axis.source == Source::kLoop) {
-    absl::StrAppend(&whole, whole.empty() ? "" : " && ", last, " + ", width, " <= ", Length(axis));
+  const TileAxis& last = t.axes[rank - 1];
+  if (last.source == Source::kGrid || last.source == Source::kLoop) {
+    absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords.back(), " + ", plan.width, " <= ",
+                    Length(last));
   }
-  e_.Line("bool loaded = false;");
-  e_.Open(whole.empty() ? std::string() : absl::StrCat("if (", whole, ")"));
-  e_.Linef("const i64 off = ", e_.Offset(view, global(coords)), ";");
-  e_.Open(absl::StrCat("if (aligned16(", ptr, ", off, ", DTypeSize(dtype), "))"));
-  e_.Linef("load16_", DTypeSuffix(dtype), "(", ptr, ", off, dst);");
-  e_.Line("loaded = true;");
+  e_.Linef(raw, " = make_uint4(0u, 0u, 0u, 0u);");
+  e_.Open(absl::StrCat("if (", whole.empty() ? "" : whole + " && ", "aligned16(", ptr, ", ", off, ", ", bytes,
+                       "))"));
+  e_.Linef(raw, " = load16_bits(", ptr, ", ", off, ", ", bytes, ");");
   e_.Close();
-  e_.Close();
-  e_.Open("if (!loaded)");
-  e_.Open(absl::StrCat("for (int j = 0; j < ", width, "; ++j)"));
+  e_.Open("else");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", plan.width, "; ++j)"));
   std::vector<std::string> element = coords;
-  element[rank - 1] = absl::StrCat("(", last, " + j)");
-  e_.Line("float v = 0.0f;");
+  element.back() = absl::StrCat("(", coords.back(), " + j)");
+  const std::string element_off = e_.Fresh("off");
+  e_.Linef("const i64 ", element_off, " = ", offset(element), ";");
   const std::string in_range = InRange(t, element);
-  if (!in_range.empty()) e_.Open(absl::StrCat("if (", in_range, ")"));
-  e_.Linef("v = ", load, "(", ptr, ", ", e_.Offset(view, global(element)), ");");
-  if (!in_range.empty()) e_.Close();
-  e_.Line("dst[j] = v;");
+  e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "set_vector_bits(", raw, ", j, ", load,
+           "(", ptr, ", ", element_off, "), ", bytes, ");");
   e_.Close();
   e_.Close();
+}
+
+void TiledGenerator::EmitConvert(int i, const std::string& task, const std::string& raw) {
+  const InputPlan& plan = inputs_[i];
+  const std::vector<std::string> coords = TaskCoords(i, task);
+  const std::string at = RowMajor(Sizes(tiles_[i]), coords);
+  const std::string widen = absl::StrCat("bits_to_", DTypeSuffix(plan.dtype));
+  if (plan.width == 1) {
+    e_.Linef(Buffer(i), "[", at, "] = ", widen, "(", raw, ");");
+    return;
+  }
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int j = 0; j < ", plan.width, "; ++j) ", Buffer(i), "[", at, " + j] = ", widen,
+           "(vector_bits(", raw, ", j, ", DTypeSize(plan.dtype), "));");
+}
+
+void TiledGenerator::EmitStagedIssue(int i) {
+  const InputPlan& plan = inputs_[i];
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
+           plan.width, " ", DTypeName(plan.dtype), " per thread");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
+  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
+  const bool ragged = plan.tasks % b_.threads != 0;
+  if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
+  EmitIssue(i, "l", absl::StrCat(Raw(i), "[it]"));
+  if (ragged) e_.Close();
+  e_.Close();
+}
+
+void TiledGenerator::EmitStagedStore(int i) {
+  const InputPlan& plan = inputs_[i];
+  Read(i, false);
+  e_.Linef("// x", i, ": widen the loaded bits into the tile");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
+  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
+  const bool ragged = plan.tasks % b_.threads != 0;
+  if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
+  EmitConvert(i, "l", absl::StrCat(Raw(i), "[it]"));
+  if (ragged) e_.Close();
+  e_.Close();
+  Wrote(i, false);
+}
+
+void TiledGenerator::EmitDirect(int i) {
+  const InputPlan& plan = inputs_[i];
+  Read(i, false);
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.width, " ", DTypeName(plan.dtype),
+           " per load");
+  OpenLinear(plan.tasks);
+  e_.Linef(plan.width > 1 ? "uint4" : "unsigned", " raw;");
+  EmitIssue(i, "l", "raw");
+  EmitConvert(i, "l", "raw");
   e_.Close();
   Wrote(i, false);
 }
@@ -361,25 +507,49 @@ void TiledGenerator::EmitElementwise(int i) {
   Wrote(i, true);
 }
 
-void TiledGenerator::EmitMatmul(int i) {
-  const TileOp& op = b_.tile_ops[i];
-  const int a = op.args[0], bm = op.args[1];
+void TiledGenerator::PlanMatmul(int i) {
   const TileInfo& out = tiles_[i];
+  const TileInfo& a = tiles_[b_.tile_ops[i].args[0]];
   const size_t r = out.axes.size();
-  const int64_t rows = out.axes[r - 2].size, cols = out.axes[r - 1].size;
-  const int64_t depth = tiles_[a].axes[r - 1].size;
-  const int64_t batches = Product(Sizes(out), 0, r - 2);
-  // Each thread computes `per` rows of one column: the B element is read
-  // once for all of them. As many rows as still leave every thread a task.
-  int64_t per = 1;
-  for (int64_t p : {8, 4, 2}) {
-    if (rows % p == 0 && batches * (rows / p) * cols >= b_.threads) {
-      per = p;
+  MatmulPlan& plan = matmuls_[i];
+  plan.rows = out.axes[r - 2].size;
+  plan.cols = out.axes[r - 1].size;
+  plan.depth = a.axes[r - 1].size;
+  plan.batches = Product(Sizes(out), 0, r - 2);
+  // Several rows per task read each B element once for all of them; as
+  // many as still leave every thread a task.
+  const int64_t rows = Useful(out.axes[r - 2]), cols = Useful(out.axes[r - 1]);
+  for (int64_t p : {4, 2}) {
+    if (p <= rows && plan.batches * ((rows + p - 1) / p) * cols >= b_.threads) {
+      plan.per = p;
       break;
     }
   }
-  const int64_t groups = rows / per;
-  const int target = fused_into_[i] >= 0 ? fused_into_[i] : i;
+  plan.groups = (rows + plan.per - 1) / plan.per;
+  plan.tasks = plan.batches * plan.groups * cols;
+  while (plan.split < 16 && 2 * plan.split * plan.tasks <= b_.threads && 8 * plan.split <= plan.depth) {
+    plan.split *= 2;
+  }
+  // Partial sums, a region per matmul: no barrier guards its reuse
+  // within a step.
+  const int64_t scratch = plan.split > 1 ? plan.split * plan.tasks * plan.per : 0;
+  if (4 * (buffers_ + scratch_ + scratch) > ugraph::DeviceLimits().max_shared_memory_per_block) {
+    plan.split = 1;
+    return;
+  }
+  plan.scratch = scratch_;
+  scratch_ += scratch;
+}
+
+void TiledGenerator::EmitMatmul(int i) {
+  const TileOp& op = b_.tile_ops[i];
+  const MatmulPlan& plan = matmuls_[i];
+  const int a = op.args[0], bm = op.args[1];
+  const TileInfo& out = tiles_[i];
+  const size_t r = out.axes.size();
+  const int64_t cols = Useful(out.axes[r - 1]);
+  const bool fused = fused_into_[i] >= 0;
+  const int target = fused ? fused_into_[i] : i;
   // Operands are rounded to the product's dtype, unless already stored so.
   const auto rounded = [&](int x, const std::string& v) {
     const TileOp& src = b_.tile_ops[x];
@@ -391,29 +561,79 @@ void TiledGenerator::EmitMatmul(int i) {
   Read(a, false);
   Read(bm, false);
   Read(target, false);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op),
-           fused_into_[i] >= 0 ? absl::StrCat(", summed into x", target) : "", ": ", per,
-           " row(s) x 1 column per thread");
-  e_.Open(absl::StrCat("for (int l = threadIdx.x; l < ", batches * groups * cols, "; l += ", b_.threads, ")"));
-  e_.Linef("const int col = l % ", cols, ", row0 = (l / ", cols, ") % ", groups, " * ", per,
-           ", bt = ", batches == 1 ? std::string("0") : absl::StrCat("l / ", groups * cols), ";");
-  e_.Linef("if (col >= ", Length(out.axes[r - 1]), " || row0 >= ", Length(out.axes[r - 2]), ") continue;");
-  e_.Linef("const float* pa = ", Buffer(a), " + (bt * ", rows, " + row0) * ", depth, ";");
-  e_.Linef("const float* pb = ", Buffer(bm), " + bt * ", depth * cols, " + col;");
-  e_.Linef("float acc[", per, "];");
-  e_.Linef("for (int q = 0; q < ", per, "; ++q) acc[q] = 0.0f;");
-  e_.Line("#pragma unroll 4");
-  e_.Open(absl::StrCat("for (int k = 0; k < ", Length(tiles_[a].axes[r - 1]), "; ++k)"));
-  e_.Linef("const float bk = ", rounded(bm, absl::StrCat("pb[k * ", cols, "]")), ";");
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), fused ? absl::StrCat(", summed into x", target) : "", ": ",
+           plan.per, " row(s) x 1 column per task, ", plan.tasks, " tasks, k split ", plan.split, " ways");
+  const std::string store = fused ? " += " : " = ";
+  const std::string m_length = Length(out.axes[r - 2]);
+  e_.Open(absl::StrCat("for (int l = threadIdx.x; l < ", plan.tasks * plan.split, "; l += ", b_.threads, ")"));
+  // Neighbouring threads take neighbouring columns (conflict-free B reads).
+  e_.Linef("const int task = l % ", plan.tasks, ", slice = l / ", plan.tasks, ";");
+  e_.Linef("const int col = task % ", cols, ", row0 = task / ", cols, " % ", plan.groups, " * ", plan.per,
+           ", bt = ", plan.batches == 1 ? std::string("0") : absl::StrCat("task / ", plan.groups * cols), ";");
+  e_.Linef("const float* pa = ", Buffer(a), " + (bt * ", plan.rows, " + row0) * ", plan.depth, ";");
+  e_.Linef("const float* pb = ", Buffer(bm), " + bt * ", plan.depth * plan.cols, " + col;");
+  e_.Linef("float acc[", plan.per, "];");
+  e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) acc[q] = 0.0f;");
+  // Tasks outside the tensor sum nothing (their values are never read).
+  e_.Linef("const int kl = col < ", Length(out.axes[r - 1]), " && row0 < ", m_length, " ? ",
+           Length(tiles_[a].axes[r - 1]), " : 0;");
+  const auto fma = [&](const std::string& av, const std::string& bv) {
+    return absl::StrCat("acc[q] = fmaf(", rounded(a, av), ", ", bv, ", acc[q]);");
+  };
+  if (plan.depth % 4 == 0) {
+    // Chunks of 4 k: one 16-byte read of A per row (shared memory, not
+    // the FMAs, bounds these loops); slices take every split-th chunk.
+    static constexpr const char* kLane[4] = {"x", "y", "z", "w"};
+    e_.Open(absl::StrCat("for (int c = ", plan.split > 1 ? "slice * 4" : "0", "; c < kl; c += ", 4 * plan.split,
+                         ")"));
+    e_.Open("if (c + 4 <= kl)");
+    e_.Line("float bk[4];");
+    e_.Linef("for (int j = 0; j < 4; ++j) bk[j] = ", rounded(bm, absl::StrCat("pb[(c + j) * ", plan.cols, "]")),
+             ";");
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int q = 0; q < ", plan.per, "; ++q)"));
+    e_.Linef("const float4 av = *reinterpret_cast<const float4*>(pa + q * ", plan.depth, " + c);");
+    for (int j = 0; j < 4; ++j) e_.Line(fma(absl::StrCat("av.", kLane[j]), absl::StrCat("bk[", j, "]")));
+    e_.Close();
+    e_.Close();
+    e_.Open("else");
+    e_.Open("for (int k = c; k < kl; ++k)");
+    e_.Linef("const float bk = ", rounded(bm, absl::StrCat("pb[k * ", plan.cols, "]")), ";");
+    e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) ", fma(absl::StrCat("pa[q * ", plan.depth, " + k]"), "bk"));
+    e_.Close();
+    e_.Close();
+    e_.Close();
+  } else {
+    e_.Line("#pragma unroll 4");
+    e_.Open(absl::StrCat("for (int k = ", plan.split > 1 ? "slice" : "0", "; k < kl; k += ", plan.split, ")"));
+    e_.Linef("const float bk = ", rounded(bm, absl::StrCat("pb[k * ", plan.cols, "]")), ";");
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) ", fma(absl::StrCat("pa[q * ", plan.depth, " + k]"), "bk"));
+    e_.Close();
+  }
+  const std::string element = absl::StrCat("(bt * ", plan.rows, " + row0 + q) * ", plan.cols, " + col");
   e_.Line("#pragma unroll");
-  e_.Linef("for (int q = 0; q < ", per, "; ++q) acc[q] = fmaf(",
-           rounded(a, absl::StrCat("pa[q * ", depth, " + k]")), ", bk, acc[q]);");
+  if (plan.split == 1) {
+    e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) if (row0 + q < ", m_length, ") ", Buffer(target), "[",
+             element, "]", store, "acc[q];");
+    e_.Close();
+    Wrote(target, false);
+    return;
+  }
+  const std::string partial = absl::StrCat("scratch + ", plan.scratch);
+  e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) (", partial, ")[l * ", plan.per, " + q] = acc[q];");
   e_.Close();
+  Sync();
+  e_.Linef("// x", i, ": add the ", plan.split, " partial sums of each output");
+  e_.Open(absl::StrCat("for (int o = threadIdx.x; o < ", plan.tasks * plan.per, "; o += ", b_.threads, ")"));
+  e_.Linef("const int task = o / ", plan.per, ", q = o % ", plan.per, ";");
+  e_.Linef("const int col = task % ", cols, ", row0 = task / ", cols, " % ", plan.groups, " * ", plan.per,
+           ", bt = ", plan.batches == 1 ? std::string("0") : absl::StrCat("task / ", plan.groups * cols), ";");
+  e_.Line("float sum = 0.0f;");
   e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int q = 0; q < ", per, "; ++q)"));
-  e_.Linef("if (row0 + q < ", Length(out.axes[r - 2]), ") ", Buffer(target), "[(bt * ", rows,
-           " + row0 + q) * ", cols, " + col] ", fused_into_[i] >= 0 ? "+=" : "=", " acc[q];");
-  e_.Close();
+  e_.Linef("for (int s = 0; s < ", plan.split, "; ++s) sum += (", partial, ")[(s * ", plan.tasks, " + task) * ",
+           plan.per, " + q];");
+  e_.Linef("if (row0 + q < ", m_length, ") ", Buffer(target), "[", element, "]", store, "sum;");
   e_.Close();
   Wrote(target, false);
 }
@@ -468,7 +688,7 @@ void TiledGenerator::EmitAccumulate(int i) {
 
 void TiledGenerator::EmitOp(int i) {
   switch (b_.tile_ops[i].kind) {
-    case TileOp::Kind::kInput: return EmitInput(i);
+    case TileOp::Kind::kInput: return EmitDirect(i);
     case TileOp::Kind::kConstant: return;  // a literal where it is used
     case TileOp::Kind::kUnary:
     case TileOp::Kind::kBinary: return EmitElementwise(i);
@@ -479,12 +699,53 @@ void TiledGenerator::EmitOp(int i) {
 }
 
 void TiledGenerator::EmitPhase(Phase phase) {
-  for (bool inputs : {true, false}) {
-    for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-      const bool input = b_.tile_ops[i].kind == TileOp::Kind::kInput;
-      if (phase_[i] == phase && input == inputs) EmitOp(static_cast<int>(i));
+  const size_t n = b_.tile_ops.size();
+  const auto input = [&](size_t i) { return phase_[i] == phase && b_.tile_ops[i].kind == TileOp::Kind::kInput; };
+  // The loop's staged tiles were issued before the loop or by the previous
+  // step; the others issue all their loads now, before any is converted.
+  for (size_t i = 0; i < n; ++i) {
+    if (input(i) && inputs_[i].staged && phase != Phase::kLoop) {
+      e_.Linef(inputs_[i].width > 1 ? "uint4 " : "unsigned ", Raw(i), "[", inputs_[i].per_thread, "];");
+      EmitStagedIssue(static_cast<int>(i));
     }
   }
+  for (size_t i = 0; i < n; ++i) {
+    if (input(i) && inputs_[i].staged) EmitStagedStore(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (input(i) && !inputs_[i].staged) EmitDirect(static_cast<int>(i));
+  }
+  if (phase == Phase::kLoop) EmitPrefetch(/*first=*/false);
+  for (size_t i = 0; i < n; ++i) {
+    if (phase_[i] == phase && b_.tile_ops[i].kind != TileOp::Kind::kInput) EmitOp(static_cast<int>(i));
+  }
+}
+
+void TiledGenerator::EmitPrefetch(bool first) {
+  const size_t n = b_.tile_ops.size();
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) any = any || (phase_[i] == Phase::kLoop && inputs_[i].staged);
+  if (!any) return;
+  const int64_t tile = b_.forloop.tile;
+  const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
+  loop_start_ = first ? "0LL" : "k1";
+  loop_length_ = first ? "kn0" : "kn1";
+  if (first) {
+    e_.Line("// the first step's loop tiles");
+    e_.Linef("const i64 kn0 = ", extent, " < ", tile, " ? ", extent, " : ", tile, ";");
+  } else {
+    // The last step prefetches past the end: every element is out of range.
+    e_.Line("// the next step's loop tiles, loaded while this step computes");
+    e_.Linef("const i64 k1 = k0 + ", tile, ";");
+    e_.Linef("const i64 kn1 = ", extent, " - k1 < ", tile, " ? ", extent, " - k1 : ", tile, ";");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (phase_[i] != Phase::kLoop || !inputs_[i].staged) continue;
+    if (first) e_.Linef(inputs_[i].width > 1 ? "uint4 " : "unsigned ", Raw(i), "[", inputs_[i].per_thread, "];");
+    EmitStagedIssue(static_cast<int>(i));
+  }
+  loop_start_ = "k0";
+  loop_length_ = "kn";
 }
 
 void TiledGenerator::EmitStores() {
@@ -513,16 +774,11 @@ void TiledGenerator::EmitStores() {
 absl::Status TiledGenerator::Generate() {
   if (absl::Status s = Plan(); !s.ok()) return s;
   const size_t n = b_.tile_ops.size();
-  // Buffers in op order, as SharedMemoryBytes counts them.
   e_.Line("extern __shared__ __align__(16) float smem[];");
-  int64_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
-    const TileOp& op = b_.tile_ops[i];
-    if (op.kind != TileOp::Kind::kConstant && fused_into_[i] < 0) {
-      e_.Linef("float* const ", Buffer(i), " = smem + ", offset, ";");
-    }
-    offset += tiles_[i].elements();
+    if (offsets_[i] >= 0) e_.Linef("float* const ", Buffer(i), " = smem + ", offsets_[i], ";");
   }
+  if (scratch_ > 0) e_.Linef("float* const scratch = smem + ", buffers_, ";");
   bool loop_axes = false;
   std::vector<bool> grid_axes(3, false);
   for (const TileInfo& t : tiles_) {
@@ -565,6 +821,7 @@ absl::Status TiledGenerator::Generate() {
     Wrote(static_cast<int>(i), true);
   }
   if (loop) {
+    EmitPrefetch(/*first=*/true);
     e_.Open(absl::StrCat("for (i64 step = 0; step < ", count(b_.forloop), "; ++step)"));
     if (loop_axes) {
       const int64_t tile = b_.forloop.tile;
@@ -589,10 +846,12 @@ absl::Status TiledGenerator::Generate() {
 
 }  // namespace
 
-absl::Status GenerateTiled(Emitter& e, const BlockGraph& block) {
+absl::StatusOr<int64_t> GenerateTiled(Emitter& e, const BlockGraph& block) {
   absl::StatusOr<std::vector<TileInfo>> tiles = ugraph::AnalyzeTiles(block);
   if (!tiles.ok()) return tiles.status();
-  return TiledGenerator(e, block, *std::move(tiles)).Generate();
+  TiledGenerator generator(e, block, *std::move(tiles));
+  if (absl::Status s = generator.Generate(); !s.ok()) return s;
+  return generator.shared_bytes();
 }
 
 }  // namespace kiln::codegen

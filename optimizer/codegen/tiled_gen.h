@@ -4,12 +4,17 @@
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_GEN_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_GEN_H_
 
-#include "absl/status/status.h"
+#include <cstdint>
+
+#include "absl/status/statusor.h"
 #include "optimizer/codegen/emitter.h"
 
 namespace kiln::codegen {
 
-absl::Status GenerateTiled(Emitter& e, const ugraph::BlockGraph& block);
+// Emits the kernel body; returns the dynamic shared memory it needs, in
+// bytes: SharedMemoryBytes (a buffer per tile) plus scratch for partial
+// sums where threads split a matmul's contraction.
+absl::StatusOr<int64_t> GenerateTiled(Emitter& e, const ugraph::BlockGraph& block);
 
 }  // namespace kiln::codegen
 

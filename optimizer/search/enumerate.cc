@@ -76,7 +76,11 @@ class Enumerator {
     auto instantiated = Instantiate(region_, candidate_, sizes);
     if (!instantiated.ok()) return stats_;
     block_ = instantiated->kernels[0].block;
-    Grow(/*loop=*/true, -1, 0);
+    // Iterative deepening on the number of ops: the smallest programs come
+    // first, so a deadline cuts off only the largest.
+    for (level_ = 1; level_ <= limits_.max_loop_ops + limits_.max_post_ops && !OutOfTime(); ++level_) {
+      Grow(/*loop=*/true, -1, 0);
+    }
     return stats_;
   }
 
@@ -118,6 +122,10 @@ class Enumerator {
   void Try(TileOp op, bool loop, int last, int count) {
     if (OutOfTime()) return;
     const int n = static_cast<int>(candidate_.ops.size());
+    // An op on constants alone is a constant the program does not need.
+    bool all_constant = true;
+    for (int a : op.args) all_constant &= candidate_.ops[a].op.kind == TileOp::Kind::kConstant;
+    if (all_constant) return;
     // Canonical order: read the previous op or sort after it; never repeat an op.
     if (last >= 0 && std::find(op.args.begin(), op.args.end(), last) == op.args.end() &&
         !(KeyOf(candidate_.ops[last].op) < KeyOf(op))) {
@@ -201,7 +209,17 @@ class Enumerator {
   }
 
   // Hands out the program ending at `out` with the ops it does not use removed.
+  // Ops the program computes, not counting leaves and accumulators.
+  int OpsUsed() const {
+    int n = 0;
+    for (size_t i = leaves_; i < candidate_.ops.size(); ++i) {
+      n += candidate_.ops[i].op.kind != TileOp::Kind::kAccumulate;
+    }
+    return n;
+  }
+
   void Emit(int out) {
+    if (OpsUsed() != level_) return;  // emitted at its own level
     std::vector<bool> used(candidate_.ops.size(), false);
     used[out] = true;
     for (int i = out; i >= 0; --i) {
@@ -241,6 +259,7 @@ class Enumerator {
       return;
     }
     if (count >= (loop ? limits_.max_loop_ops : limits_.max_post_ops)) return;
+    if (OpsUsed() >= level_) return;
     auto phase_ok = [&](const std::vector<int>& args) {
       bool any_loop = false;
       for (int a : args) any_loop |= tiles_[a].in_loop;
@@ -373,6 +392,7 @@ class Enumerator {
   bool has_matmul_ = false;
   EnumerateStats stats_;
   int64_t ticks_ = 0;
+  int level_ = 0;
   bool stopped_ = false;
 };
 

@@ -179,8 +179,10 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   EnumerateLimits limits;
   limits.max_loop_ops = options.max_loop_ops;
   limits.max_post_ops = options.max_post_ops;
-  limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(options.budget_seconds * 0.6));
+  // Enumeration gets the budget less a second kept for verifying,
+  // compiling and timing (at least half of it).
+  const double enumerate_s = std::max(options.budget_seconds * 0.5, options.budget_seconds - 1.0);
+  limits.deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(enumerate_s));
   const std::vector<Schedule> mappings = Mappings(region);
   report.mappings = static_cast<int>(mappings.size());
   std::vector<std::vector<Candidate>> per_mapping(mappings.size());
@@ -289,7 +291,9 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     report.chosen_dot = ugraph::ToDot(*result.graph);
   }
   report.total_s = Seconds(start);
-  if (!cache_path.empty() && !report.out_of_time) ToCache(cache_path, result);
+  // An out-of-time search that found nothing may find something with more
+  // time: only then is the answer not cached.
+  if (!cache_path.empty() && (result.graph || !report.out_of_time)) ToCache(cache_path, result);
   return result;
 }
 
