@@ -3,7 +3,9 @@
 #include <cstdio>
 
 #include "absl/flags/flag.h"
+#include "jit/options.h"
 #include "optimizer/cuda_executor.h"
+#include "optimizer/search_trace.h"
 #include "tensor/executor.h"
 
 ABSL_FLAG(std::string, model, "",
@@ -18,6 +20,9 @@ ABSL_FLAG(double, top_p, 0.9, "nucleus sampling threshold in (0, 1); 1 = off");
 ABSL_FLAG(int64_t, seed, -1, "random seed for sampling (-1: from the clock)");
 ABSL_FLAG(std::string, device, "cpu", "cpu or cuda");
 ABSL_FLAG(int, repeat, 5, "bench: timed repetitions");
+ABSL_FLAG(bool, superoptimize, false,
+          "cuda: search each new trace's fusible regions for faster fused kernels (cached on disk)");
+ABSL_FLAG(bool, search_log, false, "with --superoptimize: print each region's search report to stderr");
 
 namespace kiln::cli {
 
@@ -31,6 +36,13 @@ Device ChooseDevice() {
     if (absl::Status s = InitCuda(); !s.ok()) {
       std::fprintf(stderr, "kiln: %s\n", std::string(s.message()).c_str());
       return Device::Cpu();
+    }
+    if (absl::GetFlag(FLAGS_superoptimize)) {
+      TraceSearchOptions options;
+      const jit::CacheOptions cache = jit::CacheOptions::FromEnvironment();
+      if (cache.disk) options.search.cache_dir = cache.directory;
+      options.log = absl::GetFlag(FLAGS_search_log);
+      EnableSuperoptimizer(*GetCudaExecutor(), options);
     }
   }
   return *device;

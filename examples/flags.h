@@ -17,6 +17,8 @@ ABSL_DECLARE_FLAG(double, top_p);
 ABSL_DECLARE_FLAG(int64_t, seed);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(int, repeat);
+ABSL_DECLARE_FLAG(bool, superoptimize);
+ABSL_DECLARE_FLAG(bool, search_log);
 
 namespace kiln::cli {
 

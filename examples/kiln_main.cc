@@ -15,6 +15,7 @@ constexpr char kUsage[] =
     "commands:\n"
     "  generate --model PATH [--tokenizer PATH] --prompt TEXT [--steps N]\n"
     "           [--temperature T] [--top-p P] [--seed S] [--device cpu|cuda]\n"
+    "           [--superoptimize [--search-log]]\n"
     "           stream generated text to stdout; tokens/s to stderr\n"
     "  bench generate --model PATH [--steps N] [--repeat R]\n"
     "           prefill and decode tokens/s on the CPU, and where the time goes\n"

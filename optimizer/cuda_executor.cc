@@ -138,6 +138,7 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
     const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
   lowering::LowerOptions options;
   options.in_place_updates = in_place;
+  if (region_search_) options.fused = region_search_(trace);
   absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(trace, options);
   if (!lowered.ok()) return lowered.status();
   if (absl::Status s = ugraph::Validate(lowered->graph, limits()); !s.ok()) {

@@ -7,6 +7,7 @@
 #define KILN_OPTIMIZER_CUDA_EXECUTOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
@@ -16,6 +17,7 @@
 #include "jit/cuda_context.h"
 #include "jit/kernel_cache.h"
 #include "jit/module_cache.h"
+#include "optimizer/lower.h"
 #include "optimizer/ugraph.h"
 #include "optimizer/ugraph_validate.h"
 #include "tensor/executor.h"
@@ -66,6 +68,11 @@ class CudaExecutor : public Executor {
   void set_poison_buffers(bool poison) { poison_buffers_ = poison; }
   // Measure host and GPU time per Run (each Run then waits for its kernels).
   void set_profile(bool profile) { profile_ = profile; }
+  // Called when a trace's plan is built: the regions to run as searched
+  // kernels (see search_trace.h, EnableSuperoptimizer). Unset: the default
+  // lowering everywhere.
+  using RegionSearch = std::function<std::vector<lowering::FusedRegion>(const Trace&)>;
+  void set_region_search(RegionSearch search) { region_search_ = std::move(search); }
   void ResetStats();
   CudaExecutorStats stats() const;
   const jit::KernelCache& kernel_cache() const { return *kernel_cache_; }
@@ -83,6 +90,7 @@ class CudaExecutor : public Executor {
   std::shared_ptr<Storage> error_word_;  // kernels report errors here
   bool poison_buffers_ = false;
   bool profile_ = false;
+  RegionSearch region_search_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Hash128, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
   CudaExecutorStats stats_ ABSL_GUARDED_BY(mu_);

@@ -95,8 +95,8 @@ bool OnlyBroadcasts(const Chain& chain) {
 
 class Lowering {
  public:
-  Lowering(const Trace& trace, const Partition& partition, LoweredTrace& out)
-      : trace_(trace), partition_(partition), out_(out) {}
+  Lowering(const Trace& trace, const Partition& partition, const LowerOptions& options, LoweredTrace& out)
+      : trace_(trace), partition_(partition), options_(options), out_(out) {}
 
   void Run() {
     // Buffers the caller receives, directly or as a view: never widened.
@@ -176,6 +176,9 @@ class Lowering {
       case GroupKind::kInPlaceUpdate:
         LowerInPlace(group, &outputs);
         break;
+      case GroupKind::kFused:
+        LowerFused(group, &outputs);
+        break;
     }
     ugraph::Kernel kernel;
     kernel.block = std::move(block_);
@@ -202,6 +205,24 @@ class Lowering {
       const int value = Emit(m, {});
       AddOutput(m, value, false, outputs);
     }
+  }
+
+  // The searched kernel, its tensors renamed to this graph's.
+  void LowerFused(const Group& group, std::vector<int>* outputs) {
+    const FusedRegion* fused = nullptr;
+    for (const FusedRegion& f : options_.fused) {
+      if (f.root == group.anchor) fused = &f;
+    }
+    KILN_CHECK(fused != nullptr && fused->graph.kernels.size() == 1, "lowering: a fused group without its kernel");
+    std::vector<int> rename;
+    for (const Node* in : fused->inputs) rename.push_back(TensorOf(in));
+    rename.push_back(TensorOf(group.anchor));
+    const ugraph::Kernel& kernel = fused->graph.kernels[0];
+    block_ = kernel.block;
+    for (ugraph::InputIterator& it : block_.inputs) it.view.tensor = rename[it.view.tensor];
+    for (ugraph::OutputSaver& o : block_.outputs) o.tensor = rename[o.tensor];
+    for (int t : kernel.inputs) kernel_inputs_.insert(rename[t]);
+    for (int t : kernel.outputs) outputs->push_back(rename[t]);
   }
 
   void LowerInPlace(const Group& group, std::vector<int>* outputs) {
@@ -566,6 +587,7 @@ class Lowering {
 
   const Trace& trace_;
   const Partition& partition_;
+  const LowerOptions& options_;
   LoweredTrace& out_;
   absl::flat_hash_map<const Node*, int> tensor_of_;
   absl::flat_hash_set<const Node*> returned_;
@@ -586,12 +608,18 @@ class Lowering {
 absl::StatusOr<LoweredTrace> LowerTrace(const Trace& trace, const LowerOptions& options) {
   PartitionOptions partition_options;
   partition_options.in_place_updates = options.in_place_updates;
+  for (const FusedRegion& f : options.fused) {
+    partition_options.fused[f.root] = f.inputs;
+    for (const Node* n : f.interior) {
+      if (n != f.root) partition_options.fused_interior.insert(n);
+    }
+  }
   const size_t limit = trace.nodes().size() + 1;
   for (size_t attempt = 0; attempt <= limit; ++attempt) {
     const Partition partition = PartitionTrace(trace, partition_options);
     LoweredTrace out;
     try {
-      Lowering(trace, partition, out).Run();
+      Lowering(trace, partition, options, out).Run();
       return out;
     } catch (const FusionError& e) {
       if (!partition_options.force_materialize.insert(e.node).second) {

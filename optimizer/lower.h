@@ -12,9 +12,19 @@
 
 namespace kiln::lowering {
 
+// A region the superoptimizer replaced: its kernel graph has one kernel
+// over tensors 0..n-1 (the region's inputs, in order) and n (the root).
+struct FusedRegion {
+  const Node* root = nullptr;
+  std::vector<const Node*> inputs;
+  std::vector<const Node*> interior;
+  ugraph::KernelGraph graph;
+};
+
 struct LowerOptions {
   // slice_update nodes that may write into their destination's buffer.
   absl::flat_hash_set<const Node*> in_place_updates;
+  std::vector<FusedRegion> fused;
 };
 
 struct LoweredTrace {

@@ -6,10 +6,6 @@
 namespace kiln::lowering {
 namespace {
 
-bool IsSource(OpKind op) {
-  return op == OpKind::kConstant || op == OpKind::kIota || op == OpKind::kRandom;
-}
-
 // The keepdim shape of a row group's reductions: reduced axes of size 1.
 Shape RowShape(const Group& g) {
   Shape s = g.space;
@@ -31,6 +27,13 @@ class Partitioner {
   Partition Run() {
     for (const Node* n : trace_.nodes()) {
       if (n->is_realized() || IsView(n->op)) continue;
+      if (auto it = options_.fused.find(n); it != options_.fused.end()) {
+        for (const Node* in : it->second) NeedBuffer(in);
+        need_buffer_.insert(n);
+        NewGroup(GroupKind::kFused, n, n->shape);
+        continue;
+      }
+      if (options_.fused_interior.contains(n)) continue;
       // Sources, and elementwise ops on nothing but sources (a causal mask
       // from two iotas), are recomputed wherever they are read.
       if (IsSource(n->op) || (IsElementwise(n->op) && OnlyInlined(n))) {
@@ -201,6 +204,7 @@ class Partitioner {
       case GroupKind::kMatmul:
         return IsElementwise(n->op) && n->shape == g.space;
       case GroupKind::kInPlaceUpdate:
+      case GroupKind::kFused:
         return false;
     }
     return false;

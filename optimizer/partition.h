@@ -27,6 +27,7 @@ enum class GroupKind {
   kRowReduce,
   kMatmul,
   kInPlaceUpdate,  // slice_update written into its destination's buffer
+  kFused,          // a region the superoptimizer replaced: one searched kernel
 };
 
 struct Group {
@@ -43,6 +44,11 @@ struct PartitionOptions {
   // Nodes to materialize regardless of the rules (used to retry a lowering
   // that found a fusion it cannot express).
   absl::flat_hash_set<const Node*> force_materialize;
+  // Regions computed by searched kernels: root -> the region's input nodes
+  // (which get buffers); `fused_interior` are the nodes inside them, which
+  // no group computes.
+  absl::flat_hash_map<const Node*, std::vector<const Node*>> fused;
+  absl::flat_hash_set<const Node*> fused_interior;
 };
 
 struct Partition {

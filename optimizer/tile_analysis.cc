@@ -18,9 +18,13 @@ absl::StatusOr<TileInfo> InputTile(const BlockGraph& block, int input) {
   const Shape& shape = it.view.shape;
   TileInfo info;
   info.axes.resize(shape.rank());
+  auto mapped = [&](int d) {
+    return d == it.fmap || d == it.imap[0] || d == it.imap[1] || d == it.imap[2];
+  };
   for (int d = 0; d < shape.rank(); ++d) {
     TileAxis& axis = info.axes[d];
     axis.extent = shape[d];
+    if (mapped(d)) continue;  // set below
     if (shape[d] == Dim(1)) {
       axis.source = TileAxis::Source::kOne;
     } else {

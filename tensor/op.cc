@@ -54,6 +54,10 @@ bool IsComparison(OpKind op) {
   }
 }
 
+bool IsSource(OpKind op) {
+  return op == OpKind::kConstant || op == OpKind::kIota || op == OpKind::kRandom;
+}
+
 bool IsReduce(OpKind op) {
   switch (op) {
     KILN_REDUCE_OPS(KILN_OP_CASE)

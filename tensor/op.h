@@ -102,6 +102,8 @@ bool IsArithmetic(OpKind op);
 bool IsComparison(OpKind op);
 inline bool IsBinary(OpKind op) { return IsArithmetic(op) || IsComparison(op); }
 bool IsReduce(OpKind op);
+// constant, iota, random: values made from nothing but their attributes.
+bool IsSource(OpKind op);
 // Elementwise: unary, binary, cast and where.
 bool IsElementwise(OpKind op);
 // Ops whose result is a view of their input (no data movement).

@@ -45,6 +45,12 @@ std::vector<int64_t> Sizes(const TileInfo& t) {
   return sizes;
 }
 
+std::vector<int> RowMajorOrder(size_t rank) {
+  std::vector<int> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int>(d);
+  return order;
+}
+
 int64_t Product(const std::vector<int64_t>& sizes, size_t begin, size_t end) {
   int64_t n = 1;
   for (size_t d = begin; d < end; ++d) n *= sizes[d];
@@ -93,8 +99,9 @@ class TiledGenerator {
   std::vector<std::string> TaskCoords(int i, const std::string& task);
   void EmitIssue(int i, const std::string& task, const std::string& raw);
   void EmitConvert(int i, const std::string& task, const std::string& raw);
-  void EmitStagedIssue(int i);
-  void EmitStagedStore(int i);
+  // The staged loads' issue (into raw registers) or their conversion.
+  void EmitStaged(int i, bool issue);
+  void DeclareRaw(int i);
   void EmitDirect(int i);
   void EmitElementwise(int i);
   void EmitMatmul(int i);
@@ -178,21 +185,18 @@ class TiledGenerator {
 absl::Status TiledGenerator::Plan() {
   const size_t n = b_.tile_ops.size();
   for (size_t i = 0; i < b_.inputs.size(); ++i) {
-    const ugraph::View& view = b_.inputs[i].view;
-    if (view.tensor < 0) {
+    if (b_.inputs[i].view.tensor < 0) {
       return absl::UnimplementedError(absl::StrCat("codegen: tiled input #", i, " is a virtual source"));
     }
-    const DType dtype = e_.graph().tensors[view.tensor].dtype;
-    if (!IsFloatStorage(dtype)) {
-      return absl::UnimplementedError(absl::StrCat("codegen: tiled input #", i, " is ", DTypeName(dtype),
-                                                   "; tiles hold f32, f16 or bf16"));
-    }
   }
-  for (const ugraph::OutputSaver& o : b_.outputs) {
-    const DType dtype = e_.graph().tensors[o.tensor].dtype;
+  std::vector<int> tensors;
+  for (const ugraph::InputIterator& it : b_.inputs) tensors.push_back(it.view.tensor);
+  for (const ugraph::OutputSaver& o : b_.outputs) tensors.push_back(o.tensor);
+  for (int t : tensors) {
+    const DType dtype = e_.graph().tensors[t].dtype;
     if (!IsFloatStorage(dtype)) {
-      return absl::UnimplementedError(absl::StrCat("codegen: tiled output t", o.tensor, " is ",
-                                                   DTypeName(dtype), "; tiles hold f32, f16 or bf16"));
+      return absl::UnimplementedError(
+          absl::StrCat("codegen: tiled kernels read and write f32, f16 or bf16; t", t, " is ", DTypeName(dtype)));
     }
   }
   std::vector<int> uses(n, 0);
@@ -441,33 +445,29 @@ void TiledGenerator::EmitConvert(int i, const std::string& task, const std::stri
            "(vector_bits(", raw, ", j, ", DTypeSize(plan.dtype), "));");
 }
 
-void TiledGenerator::EmitStagedIssue(int i) {
+void TiledGenerator::EmitStaged(int i, bool issue) {
   const InputPlan& plan = inputs_[i];
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
-           plan.width, " ", DTypeName(plan.dtype), " per thread");
+  if (issue) {
+    e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
+             plan.width, " ", DTypeName(plan.dtype), " per thread");
+  } else {
+    Read(i, false);
+    e_.Linef("// x", i, ": widen the loaded bits into the tile");
+  }
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
   e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
   const bool ragged = plan.tasks % b_.threads != 0;
   if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
-  EmitIssue(i, "l", absl::StrCat(Raw(i), "[it]"));
+  const std::string raw = absl::StrCat(Raw(i), "[it]");
+  issue ? EmitIssue(i, "l", raw) : EmitConvert(i, "l", raw);
   if (ragged) e_.Close();
   e_.Close();
+  if (!issue) Wrote(i, false);
 }
 
-void TiledGenerator::EmitStagedStore(int i) {
-  const InputPlan& plan = inputs_[i];
-  Read(i, false);
-  e_.Linef("// x", i, ": widen the loaded bits into the tile");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
-  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
-  const bool ragged = plan.tasks % b_.threads != 0;
-  if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
-  EmitConvert(i, "l", absl::StrCat(Raw(i), "[it]"));
-  if (ragged) e_.Close();
-  e_.Close();
-  Wrote(i, false);
+void TiledGenerator::DeclareRaw(int i) {
+  e_.Linef(inputs_[i].width > 1 ? "uint4 " : "unsigned ", Raw(i), "[", inputs_[i].per_thread, "];");
 }
 
 void TiledGenerator::EmitDirect(int i) {
@@ -495,11 +495,9 @@ void TiledGenerator::EmitElementwise(int i) {
   Read(i, true);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op));
   const std::vector<int64_t> sizes = Sizes(t);
-  std::vector<int> order(sizes.size());
-  for (size_t d = 0; d < sizes.size(); ++d) order[d] = static_cast<int>(d);
   OpenLinear(t.elements());
   const std::vector<std::string> coords =
-      broadcast ? Unravel(sizes, order, "l") : std::vector<std::string>(sizes.size(), "0");
+      broadcast ? Unravel(sizes, RowMajorOrder(sizes.size()), "l") : std::vector<std::string>(sizes.size(), "0");
   std::string value = absl::StrCat(OpFunction(op.op), "(", Operand(op.args[0], t, coords));
   if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&value, ", ", Operand(op.args[1], t, coords));
   e_.Linef(Buffer(i), "[l] = ", value, ");");
@@ -580,37 +578,32 @@ void TiledGenerator::EmitMatmul(int i) {
   const auto fma = [&](const std::string& av, const std::string& bv) {
     return absl::StrCat("acc[q] = fmaf(", rounded(a, av), ", ", bv, ", acc[q]);");
   };
-  if (plan.depth % 4 == 0) {
-    // Chunks of 4 k: one 16-byte read of A per row (shared memory, not
-    // the FMAs, bounds these loops); slices take every split-th chunk.
-    static constexpr const char* kLane[4] = {"x", "y", "z", "w"};
-    e_.Open(absl::StrCat("for (int c = ", plan.split > 1 ? "slice * 4" : "0", "; c < kl; c += ", 4 * plan.split,
-                         ")"));
-    e_.Open("if (c + 4 <= kl)");
-    e_.Line("float bk[4];");
-    e_.Linef("for (int j = 0; j < 4; ++j) bk[j] = ", rounded(bm, absl::StrCat("pb[(c + j) * ", plan.cols, "]")),
-             ";");
-    e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int q = 0; q < ", plan.per, "; ++q)"));
-    e_.Linef("const float4 av = *reinterpret_cast<const float4*>(pa + q * ", plan.depth, " + c);");
-    for (int j = 0; j < 4; ++j) e_.Line(fma(absl::StrCat("av.", kLane[j]), absl::StrCat("bk[", j, "]")));
-    e_.Close();
-    e_.Close();
-    e_.Open("else");
-    e_.Open("for (int k = c; k < kl; ++k)");
-    e_.Linef("const float bk = ", rounded(bm, absl::StrCat("pb[k * ", plan.cols, "]")), ";");
-    e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) ", fma(absl::StrCat("pa[q * ", plan.depth, " + k]"), "bk"));
-    e_.Close();
-    e_.Close();
-    e_.Close();
-  } else {
-    e_.Line("#pragma unroll 4");
-    e_.Open(absl::StrCat("for (int k = ", plan.split > 1 ? "slice" : "0", "; k < kl; k += ", plan.split, ")"));
-    e_.Linef("const float bk = ", rounded(bm, absl::StrCat("pb[k * ", plan.cols, "]")), ";");
-    e_.Line("#pragma unroll");
-    e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) ", fma(absl::StrCat("pa[q * ", plan.depth, " + k]"), "bk"));
-    e_.Close();
-  }
+  // Chunks of 4 k: one 16-byte read of A per row where rows are aligned
+  // (shared memory, not the FMAs, bounds this loop); slices take every
+  // split-th chunk.
+  static constexpr const char* kLane[4] = {"x", "y", "z", "w"};
+  const std::string row = absl::StrCat("pa + q * ", plan.depth, " + c");
+  e_.Open(absl::StrCat("for (int c = ", plan.split > 1 ? "slice * 4" : "0", "; c < kl; c += ", 4 * plan.split, ")"));
+  e_.Open("if (c + 4 <= kl)");
+  e_.Line("float bk[4];");
+  e_.Linef("for (int j = 0; j < 4; ++j) bk[j] = ", rounded(bm, absl::StrCat("pb[(c + j) * ", plan.cols, "]")), ";");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int q = 0; q < ", plan.per, "; ++q)"));
+  e_.Linef("const float4 av = ",
+           plan.depth % 4 == 0 ? absl::StrCat("*reinterpret_cast<const float4*>(", row, ")")
+                               : absl::StrCat("make_float4((", row, ")[0], (", row, ")[1], (", row, ")[2], (", row,
+                                              ")[3])"),
+           ";");
+  for (int j = 0; j < 4; ++j) e_.Line(fma(absl::StrCat("av.", kLane[j]), absl::StrCat("bk[", j, "]")));
+  e_.Close();
+  e_.Close();
+  e_.Open("else");
+  e_.Open("for (int k = c; k < kl; ++k)");
+  e_.Linef("const float bk = ", rounded(bm, absl::StrCat("pb[k * ", plan.cols, "]")), ";");
+  e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) ", fma(absl::StrCat("pa[q * ", plan.depth, " + k]"), "bk"));
+  e_.Close();
+  e_.Close();
+  e_.Close();
   const std::string element = absl::StrCat("(bt * ", plan.rows, " + row0 + q) * ", plan.cols, " + col");
   e_.Line("#pragma unroll");
   if (plan.split == 1) {
@@ -705,12 +698,12 @@ void TiledGenerator::EmitPhase(Phase phase) {
   // step; the others issue all their loads now, before any is converted.
   for (size_t i = 0; i < n; ++i) {
     if (input(i) && inputs_[i].staged && phase != Phase::kLoop) {
-      e_.Linef(inputs_[i].width > 1 ? "uint4 " : "unsigned ", Raw(i), "[", inputs_[i].per_thread, "];");
-      EmitStagedIssue(static_cast<int>(i));
+      DeclareRaw(static_cast<int>(i));
+      EmitStaged(static_cast<int>(i), /*issue=*/true);
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    if (input(i) && inputs_[i].staged) EmitStagedStore(static_cast<int>(i));
+    if (input(i) && inputs_[i].staged) EmitStaged(static_cast<int>(i), /*issue=*/false);
   }
   for (size_t i = 0; i < n; ++i) {
     if (input(i) && !inputs_[i].staged) EmitDirect(static_cast<int>(i));
@@ -741,8 +734,8 @@ void TiledGenerator::EmitPrefetch(bool first) {
   }
   for (size_t i = 0; i < n; ++i) {
     if (phase_[i] != Phase::kLoop || !inputs_[i].staged) continue;
-    if (first) e_.Linef(inputs_[i].width > 1 ? "uint4 " : "unsigned ", Raw(i), "[", inputs_[i].per_thread, "];");
-    EmitStagedIssue(static_cast<int>(i));
+    if (first) DeclareRaw(static_cast<int>(i));
+    EmitStaged(static_cast<int>(i), /*issue=*/true);
   }
   loop_start_ = "k0";
   loop_length_ = "kn";
@@ -756,10 +749,8 @@ void TiledGenerator::EmitStores() {
     if (!constant) Read(o.value, true);
     e_.Linef("// t", o.tensor, " <- x", o.value);
     const std::vector<int64_t> sizes = Sizes(t);
-    std::vector<int> order(sizes.size());
-    for (size_t d = 0; d < sizes.size(); ++d) order[d] = static_cast<int>(d);
     OpenLinear(t.elements());
-    const std::vector<std::string> coords = Unravel(sizes, order, "l");
+    const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
     std::vector<std::string> at(sizes.size());
     for (size_t d = 0; d < sizes.size(); ++d) at[d] = Global(t.axes[d], coords[d]);
     const std::string in_range = InRange(t, coords);

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/ops.h"
 #include "optimizer/search/op_expr.h"
 
 namespace kiln::search {
@@ -108,6 +109,7 @@ class Extractor {
     if (auto it = done_.find(n); it != done_.end()) return it->second;
     const int id = Build(n);
     done_[n] = id;
+    if (region_.ops[id].kind != RegionOp::Kind::kInput || n->op == OpKind::kCast) region_.nodes.push_back(n);
     return id;
   }
 
@@ -238,6 +240,35 @@ std::string Region::ToString() const {
 absl::StatusOr<Region> ExtractRegion(const Node* output,
                                      const std::function<bool(const Node*)>& is_boundary) {
   return Extractor(is_boundary).Run(output);
+}
+
+Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> v(region.ops.size());
+  const Device device = inputs.empty() ? Device::Cpu() : inputs[0].device();
+  for (size_t i = 0; i < region.ops.size(); ++i) {
+    const RegionOp& op = region.ops[i];
+    auto arg = [&](int k) -> const Tensor& { return v[op.args[k]]; };
+    switch (op.kind) {
+      case RegionOp::Kind::kInput: v[i] = inputs[op.input]; break;
+      case RegionOp::Kind::kConstant: v[i] = scalar(op.value, DType::kF32, device); break;
+      case RegionOp::Kind::kUnary: v[i] = apply_unary(op.op, arg(0)); break;
+      case RegionOp::Kind::kBinary: {
+        // A constant takes its partner's dtype: kiln does not promote.
+        Tensor a = arg(0), b = arg(1);
+        const auto& ka = region.ops[op.args[0]], &kb = region.ops[op.args[1]];
+        if (ka.kind == RegionOp::Kind::kConstant) a = scalar(ka.value, b.dtype(), device);
+        if (kb.kind == RegionOp::Kind::kConstant) b = scalar(kb.value, a.dtype(), device);
+        v[i] = apply_binary(op.op, a, b);
+        break;
+      }
+      case RegionOp::Kind::kPermute: v[i] = permute(arg(0), op.axes); break;
+      case RegionOp::Kind::kMatmul: v[i] = matmul(arg(0), arg(1)); break;
+      case RegionOp::Kind::kReduce:
+        v[i] = op.op == OpKind::kReduceMean ? mean(arg(0), op.axes, op.keepdim) : sum(arg(0), op.axes, op.keepdim);
+        break;
+    }
+  }
+  return v.back();
 }
 
 std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool) {

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "optimizer/search/abstract_expr.h"
 #include "tensor/node.h"
+#include "tensor/tensor.h"
 
 namespace kiln::search {
 
@@ -39,6 +40,8 @@ struct Region {
   std::vector<bool> class_reduced;   // summed over somewhere (matmul or reduction)
   const Node* output = nullptr;
   DType output_dtype = DType::kF32;
+  // The trace nodes the region computes (output included; inputs not).
+  std::vector<const Node*> nodes;
 
   int output_op() const { return static_cast<int>(ops.size()) - 1; }
   // The concrete size of every class with `sizes` (by class) substituted.
@@ -52,6 +55,11 @@ struct Region {
 // not searchable or the region has no matmul or reduction worth searching.
 absl::StatusOr<Region> ExtractRegion(const Node* output,
                                      const std::function<bool(const Node*)>& is_boundary);
+
+// The region's ops recorded again with kiln's ops on `inputs` (by region
+// input; any device), float casts left out: the CPU reference for the
+// floating-point check, and the default lowering's version of the region.
+Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs);
 
 // The abstract expression of each op (by op index), at the region's real sizes.
 std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool);

@@ -4,11 +4,6 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/matmul.h"
-#include "ops/movement.h"
-#include "ops/reduce.h"
 #include "optimizer/search/algebra.h"
 #include "optimizer/search/finite_field.h"
 #include "optimizer/search/interpret.h"
@@ -42,27 +37,6 @@ std::vector<int64_t> InputShape(const Region& region, int input, const std::vect
     }
   }
   return {};
-}
-
-// The region's ops replayed with kiln's ops on CPU tensors, in f32.
-absl::StatusOr<std::vector<float>> Reference(const Region& region, const std::vector<Tensor>& inputs) {
-  std::vector<Tensor> v(region.ops.size());
-  for (size_t i = 0; i < region.ops.size(); ++i) {
-    const RegionOp& op = region.ops[i];
-    auto arg = [&](int k) -> const Tensor& { return v[op.args[k]]; };
-    switch (op.kind) {
-      case RegionOp::Kind::kInput: v[i] = inputs[op.input]; break;
-      case RegionOp::Kind::kConstant: v[i] = scalar(op.value); break;
-      case RegionOp::Kind::kUnary: v[i] = apply_unary(op.op, arg(0)); break;
-      case RegionOp::Kind::kBinary: v[i] = apply_binary(op.op, arg(0), arg(1)); break;
-      case RegionOp::Kind::kPermute: v[i] = permute(arg(0), op.axes); break;
-      case RegionOp::Kind::kMatmul: v[i] = matmul(arg(0), arg(1)); break;
-      case RegionOp::Kind::kReduce:
-        v[i] = op.op == OpKind::kReduceMean ? mean(arg(0), op.axes, op.keepdim) : sum(arg(0), op.axes, op.keepdim);
-        break;
-    }
-  }
-  return v.back().to_host<float>();
 }
 
 }  // namespace
@@ -125,7 +99,7 @@ absl::StatusOr<FloatCheck> CheckFloatingPoint(const Region& region, const Candid
     tensors.push_back(Tensor::FromHost<float>(a.data, shape));
     inputs.push_back(std::move(a));
   }
-  absl::StatusOr<std::vector<float>> want = Reference(region, tensors);
+  absl::StatusOr<std::vector<float>> want = ReplayRegion(region, tensors).to_host<float>();
   if (!want.ok()) return want.status();
   absl::StatusOr<DenseArray<float>> got = RunCandidate(region, candidate, sizes, inputs, alg);
   if (!got.ok()) return got.status();

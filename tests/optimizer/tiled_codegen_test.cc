@@ -24,17 +24,22 @@ using ugraph::KernelGraph;
 using ugraph::TensorRole;
 using ugraph::TileOp;
 
-// Builds a graph of one kTiled kernel: grid axis 0 walks N in tiles of 64,
-// grid axis 1 walks M in tiles of 16, the loop walks K in steps of 64.
+// Tile sizes of a case: grid axis 0 walks N in tiles of `n`, grid axis 1
+// walks M in tiles of `m`, the loop walks K in steps of `k`.
+struct Tiles {
+  int64_t m = 16, k = 64, n = 64;
+};
+
+// Builds a graph of one kTiled kernel.
 class TiledGraph {
  public:
-  TiledGraph(Dim m, Dim k, Dim n) {
+  TiledGraph(Dim m, Dim k, Dim n, Tiles tiles = {}) {
     ugraph::BlockGraph& b = graph_.kernels.emplace_back().block;
     b.kind = ugraph::BlockKind::kTiled;
     b.threads = 256;
-    b.grid[0] = {Shape{n}, 64};
-    b.grid[1] = {Shape{m}, 16};
-    b.forloop = {Shape{k}, 64};
+    b.grid[0] = {Shape{n}, tiles.n};
+    b.grid[1] = {Shape{m}, tiles.m};
+    b.forloop = {Shape{k}, tiles.k};
   }
 
   int Tensor(DType dtype, Shape shape, TensorRole role) {
@@ -43,11 +48,17 @@ class TiledGraph {
     (role == TensorRole::kInput ? kernel().inputs : kernel().outputs).push_back(id);
     return id;
   }
-  // A tile op reading tensor `id` whole (no view steps).
-  int Read(int id, std::array<int, 3> imap, int fmap) {
+  // A tile op reading tensor `id`, transposed if `transpose` (a rank-2
+  // tensor stored [cols, rows]).
+  int Read(int id, std::array<int, 3> imap, int fmap, bool transpose = false) {
     ugraph::InputIterator it;
     it.view.tensor = id;
     it.view.source_shape = it.view.shape = graph_.tensors[id].shape;
+    if (transpose) {
+      const Shape& s = it.view.source_shape;
+      it.view.shape = {s[1], s[0]};
+      it.view.steps.push_back({.kind = ugraph::ViewStep::Kind::kPermute, .perm = {1, 0}, .shape = it.view.shape});
+    }
     it.imap = imap;
     it.fmap = fmap;
     block().inputs.push_back(it);
@@ -82,14 +93,14 @@ class TiledGraph {
 };
 
 // out = (X @ W) * rsqrt(mean(X^2) + 1e-6): the division moved after the matmul.
-// Tensors: t0 X [M, K], t1 W [K, N], t2 out [M, N].
-KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n) {
-  TiledGraph g(m, k, n);
+// Tensors: t0 X [M, K], t1 W [K, N] (or [N, K], transposed), t2 out [M, N].
+KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n, Tiles tiles = {}, bool transposed = false) {
+  TiledGraph g(m, k, n, tiles);
   const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
-  const int w = g.Tensor(dtype, {k, n}, TensorRole::kInput);
+  const int w = g.Tensor(dtype, transposed ? Shape{n, k} : Shape{k, n}, TensorRole::kInput);
   const int out = g.Tensor(dtype, {m, n}, TensorRole::kOutput);
   const int x0 = g.Read(x, {-1, 0, -1}, 1);
-  const int x1 = g.Read(w, {1, -1, -1}, 0);
+  const int x1 = g.Read(w, {1, -1, -1}, 0, transposed);
   const int x3 = g.Accumulate(g.Matmul(x0, x1, dtype));
   const int x6 = g.Accumulate(g.ReduceSum(g.Binary(OpKind::kMul, x0, x0), 1));
   const int x8 = g.Binary(OpKind::kMul, x6, g.Constant(1.0 / static_cast<double>(k)));
@@ -166,6 +177,11 @@ TEST(TiledCodegen, RmsNormLinearCompiles) {
   }
 }
 
+TEST(TiledCodegen, OddTilesAndTransposedWeightsCompile) {
+  ExpectCompiles(RmsNormLinear(DType::kF16, 17, 4097, 127, {.m = 5, .k = 30, .n = 24}));
+  ExpectCompiles(RmsNormLinear(DType::kBF16, 3, 127, 127, {}, /*transposed=*/true));
+}
+
 TEST(TiledCodegen, GatedMlpCompiles) {
   for (DType dtype : {DType::kF16, DType::kF32}) {
     SCOPED_TRACE(DTypeName(dtype));
@@ -209,7 +225,7 @@ TEST(TiledCodegen, IntegerInputsAreUnimplemented) {
   absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
   ASSERT_FALSE(source.ok());
   EXPECT_EQ(source.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(source.status().message(), ::testing::HasSubstr("input #1"));
+  EXPECT_THAT(source.status().message(), ::testing::HasSubstr("t1 is i32"));
 }
 
 TEST(TiledCodegen, ALoopTileReadingAnAccumulatorIsRefused) {
@@ -386,22 +402,43 @@ struct Shape3 {
 
 constexpr Shape3 kShapes[] = {{1, 127, 127}, {3, 4097, 127}, {17, 4097, 256}, {17, 64, 64}, {16, 128, 4096}};
 
+// Weights [K, N] as stored [N, K].
+std::vector<float> Transposed(const std::vector<float>& w, int64_t k, int64_t n) {
+  std::vector<float> t(w.size());
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < n; ++j) t[j * k + i] = w[i * n + j];
+  }
+  return t;
+}
+
 TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
+  struct Variant {
+    Tiles tiles;
+    bool transposed;
+  };
+  // Tiles of the search's usual sizes, odd sizes (no 16-byte loads, A rows
+  // not 16-byte aligned), and weights stored [N, K].
+  const Variant variants[] = {{{}, false}, {{.m = 5, .k = 30, .n = 24}, false}, {{}, true}};
   for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
     for (const Shape3& s : kShapes) {
-      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n));
-      const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 1);
-      const std::vector<float> w = RandomValues(dtype, s.k * s.n, 1.0f / std::sqrt(float(s.k)), 2);
-      absl::StatusOr<std::vector<float>> out = Run(RmsNormLinear(dtype, s.m, s.k, s.n), {{0, x}, {1, w}}, 2);
-      ASSERT_TRUE(out.ok()) << out.status();
-      std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
-      for (int64_t i = 0; i < s.m; ++i) {
-        double squares = 0;
-        for (int64_t j = 0; j < s.k; ++j) squares += double(x[i * s.k + j]) * x[i * s.k + j];
-        const double scale = 1.0 / std::sqrt(squares / double(s.k) + 1e-6);
-        for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] *= scale;
+      for (const Variant& v : variants) {
+        SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n, " tiles ", v.tiles.m, "x",
+                                  v.tiles.k, "x", v.tiles.n, v.transposed ? " transposed" : ""));
+        const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 1);
+        const std::vector<float> w = RandomValues(dtype, s.k * s.n, 1.0f / std::sqrt(float(s.k)), 2);
+        absl::StatusOr<std::vector<float>> out =
+            Run(RmsNormLinear(dtype, s.m, s.k, s.n, v.tiles, v.transposed),
+                {{0, x}, {1, v.transposed ? Transposed(w, s.k, s.n) : w}}, 2);
+        ASSERT_TRUE(out.ok()) << out.status();
+        std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
+        for (int64_t i = 0; i < s.m; ++i) {
+          double squares = 0;
+          for (int64_t j = 0; j < s.k; ++j) squares += double(x[i * s.k + j]) * x[i * s.k + j];
+          const double scale = 1.0 / std::sqrt(squares / double(s.k) + 1e-6);
+          for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] *= scale;
+        }
+        EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
       }
-      EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
     }
   }
 }
