@@ -51,10 +51,10 @@ absl::StatusOr<double> TimeDefault(CudaExecutor& executor, const search::Region&
 
 std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor& executor,
                                                const TraceSearchOptions& options) {
-  absl::flat_hash_map<const Node*, int> uses;
+  absl::flat_hash_map<const Node*, std::vector<const Node*>> consumers;
   for (const Node* n : trace.nodes()) {
     if (n->is_realized()) continue;
-    for (const auto& in : n->inputs) ++uses[in.get()];
+    for (const auto& in : n->inputs) consumers[in.get()].push_back(n);
   }
   const absl::flat_hash_set<const Node*> outputs(trace.outputs().begin(), trace.outputs().end());
   absl::flat_hash_set<const Node*> claimed;
@@ -63,10 +63,25 @@ std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor&
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* root = *it;
     if (root->is_realized() || claimed.contains(root) || root->device.type != DeviceType::kCuda) continue;
+    // A value some node outside the region reads stays a buffer (an input
+    // of the region): grow the boundary until no such value is inside.
+    absl::flat_hash_set<const Node*> kept;
     auto boundary = [&](const Node* m) {
-      return m->is_realized() || outputs.contains(m) || claimed.contains(m) || uses[m] != 1;
+      return m->is_realized() || outputs.contains(m) || claimed.contains(m) || kept.contains(m);
     };
     absl::StatusOr<search::Region> region = search::ExtractRegion(root, boundary);
+    for (int round = 0; region.ok() && round < 64; ++round) {
+      const absl::flat_hash_set<const Node*> inside(region->nodes.begin(), region->nodes.end());
+      size_t before = kept.size();
+      for (const Node* n : region->nodes) {
+        if (n == root) continue;
+        for (const Node* c : consumers[n]) {
+          if (!inside.contains(c)) kept.insert(n);
+        }
+      }
+      if (kept.size() == before) break;
+      region = search::ExtractRegion(root, boundary);
+    }
     if (!region.ok() || Anchors(*region) < 2 || !Concrete(*region)) continue;
     bool inputs_ok = true;
     for (const Node* in : region->inputs) {

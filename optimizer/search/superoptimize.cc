@@ -83,7 +83,7 @@ std::string CachePath(const Region& region, const SearchOptions& options) {
   h.Add(absl::string_view(kCacheFormat)).Add(absl::string_view(region.ToString()));
   for (DType d : region.input_dtypes) h.Add(absl::string_view(DTypeName(d)));
   h.Add(absl::string_view(DTypeName(region.output_dtype))).Add(absl::string_view(options.arch));
-  h.Add(options.max_loop_ops).Add(options.max_post_ops);
+  h.Add(options.max_loop_ops).Add(options.max_post_ops).Add(options.budget_seconds);
   return absl::StrCat(options.cache_dir, "/search/", h.Finish().ToHex(), ".json");
 }
 
@@ -291,9 +291,9 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     report.chosen_dot = ugraph::ToDot(*result.graph);
   }
   report.total_s = Seconds(start);
-  // An out-of-time search that found nothing may find something with more
-  // time: only then is the answer not cached.
-  if (!cache_path.empty() && (result.graph || !report.out_of_time)) ToCache(cache_path, result);
+  // Cached also when the budget ran out (the cache key includes the
+  // search limits): a first call pays for the search once, not per process.
+  if (!cache_path.empty()) ToCache(cache_path, result);
   return result;
 }
 
