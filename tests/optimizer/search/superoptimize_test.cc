@@ -183,6 +183,7 @@ TEST(Superoptimize, SecondRunComesFromTheCacheAndACorruptEntryIsReplaced) {
   FusedCase c = LoraCase(16, 256, 4096, 16);
   SearchOptions options;
   options.cache_dir = dir.path();
+  options.budget_seconds = 20;  // as Search() sets it: the budget is part of the key
   SearchResult first = Search(c.region, options);
   ASSERT_TRUE(first.graph.has_value());
   EXPECT_FALSE(first.report.from_cache);
