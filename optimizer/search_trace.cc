@@ -1,6 +1,7 @@
 #include "optimizer/search_trace.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -63,44 +64,55 @@ std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor&
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* root = *it;
     if (root->is_realized() || claimed.contains(root) || root->device.type != DeviceType::kCuda) continue;
-    // A value some node outside the region reads stays a buffer (an input
-    // of the region): grow the boundary until no such value is inside.
-    absl::flat_hash_set<const Node*> kept;
-    auto boundary = [&](const Node* m) {
-      return m->is_realized() || outputs.contains(m) || claimed.contains(m) || kept.contains(m);
-    };
-    absl::StatusOr<search::Region> region = search::ExtractRegion(root, boundary);
-    for (int round = 0; region.ok() && round < 64; ++round) {
-      const absl::flat_hash_set<const Node*> inside(region->nodes.begin(), region->nodes.end());
-      size_t before = kept.size();
-      for (const Node* n : region->nodes) {
-        if (n == root) continue;
-        for (const Node* c : consumers[n]) {
-          if (!inside.contains(c)) kept.insert(n);
+    // Two tries: the largest region whose values nobody outside reads (the
+    // boundary grows until none is), then, if its search finds nothing, the
+    // region of single-use values (smaller, easier to search).
+    std::optional<search::Region> chosen_region;
+    std::optional<ugraph::KernelGraph> chosen_graph;
+    for (int attempt = 0; attempt < 2 && !chosen_graph; ++attempt) {
+      absl::flat_hash_set<const Node*> kept;
+      auto boundary = [&](const Node* m) {
+        return m->is_realized() || outputs.contains(m) || claimed.contains(m) || kept.contains(m) ||
+               (attempt == 1 && consumers[m].size() != 1);
+      };
+      absl::StatusOr<search::Region> region = search::ExtractRegion(root, boundary);
+      for (int round = 0; region.ok() && round < 64; ++round) {
+        const absl::flat_hash_set<const Node*> inside(region->nodes.begin(), region->nodes.end());
+        const size_t before = kept.size();
+        for (const Node* n : region->nodes) {
+          if (n == root) continue;
+          for (const Node* c : consumers[n]) {
+            if (!inside.contains(c)) kept.insert(n);
+          }
         }
+        if (kept.size() == before) break;
+        region = search::ExtractRegion(root, boundary);
       }
-      if (kept.size() == before) break;
-      region = search::ExtractRegion(root, boundary);
+      if (!region.ok() || Anchors(*region) < 2 || !Concrete(*region)) continue;
+      if (chosen_region && region->nodes.size() == chosen_region->nodes.size()) continue;  // the same region
+      bool inputs_ok = true;
+      for (const Node* in : region->inputs) {
+        inputs_ok &= in->is_realized() || (!IsView(in->op) && !IsSource(in->op));
+      }
+      if (!inputs_ok) continue;
+      search::SearchOptions opts = options.search;
+      opts.arch = executor.context().info().arch();
+      opts.time_graph = [&](const ugraph::KernelGraph& g) { return TimeGraph(executor, g); };
+      const search::Region& r = *region;
+      opts.time_default = [&]() { return TimeDefault(executor, r); };
+      absl::StatusOr<search::SearchResult> result = search::Superoptimize(r, opts);
+      if (options.log) {
+        std::fprintf(stderr, "kiln search: region of %zu ops ending in %s %s\n%s", r.ops.size(),
+                     std::string(OpName(root->op)).c_str(), root->shape.ToString().c_str(),
+                     result.ok() ? result->report.ToString().c_str() : result.status().ToString().c_str());
+      }
+      chosen_region = *std::move(region);
+      if (result.ok() && result->graph) chosen_graph = *std::move(result->graph);
     }
-    if (!region.ok() || Anchors(*region) < 2 || !Concrete(*region)) continue;
-    bool inputs_ok = true;
-    for (const Node* in : region->inputs) {
-      inputs_ok &= in->is_realized() || (!IsView(in->op) && !IsSource(in->op));
-    }
-    if (!inputs_ok) continue;
-    search::SearchOptions opts = options.search;
-    opts.arch = executor.context().info().arch();
-    opts.time_graph = [&](const ugraph::KernelGraph& g) { return TimeGraph(executor, g); };
-    opts.time_default = [&]() { return TimeDefault(executor, *region); };
-    absl::StatusOr<search::SearchResult> result = search::Superoptimize(*region, opts);
-    if (options.log) {
-      std::fprintf(stderr, "kiln search: region of %zu ops ending in %s %s\n%s", region->ops.size(),
-                   std::string(OpName(root->op)).c_str(), root->shape.ToString().c_str(),
-                   result.ok() ? result->report.ToString().c_str() : result.status().ToString().c_str());
-    }
-    if (!result.ok() || !result->graph) continue;
+    if (!chosen_graph) continue;
+    const search::Region* region = &*chosen_region;
     for (const Node* n : region->nodes) claimed.insert(n);
-    fused.push_back({root, region->inputs, region->nodes, *result->graph});
+    fused.push_back({root, region->inputs, region->nodes, *std::move(chosen_graph)});
   }
   return fused;
 }
