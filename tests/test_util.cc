@@ -166,4 +166,19 @@ ScopedTempDir::~ScopedTempDir() {
   if (!path_.empty()) std::filesystem::remove_all(path_);
 }
 
+int ExpectWithinScale(const std::vector<float>& got, const std::vector<float>& want, double tolerance) {
+  EXPECT_EQ(got.size(), want.size());
+  if (got.size() != want.size()) return static_cast<int>(want.size());
+  double scale = 1e-6;
+  for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double err = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (!(err <= tolerance * scale) && bad++ < 5) {
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i];
+    }
+  }
+  return bad;
+}
+
 }  // namespace kiln::testing

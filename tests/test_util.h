@@ -90,6 +90,10 @@ T ValueOrFail(absl::StatusOr<T> v) {
   return v.ok() ? *std::move(v) : T{};
 }
 
+// Every element of `got` within `tolerance` x max|want| of `want` (the first
+// few misses are reported); returns the number of misses.
+int ExpectWithinScale(const std::vector<float>& got, const std::vector<float>& want, double tolerance);
+
 // A status's message as a std::string, for string matchers.
 std::string Message(const absl::Status& s);
 

@@ -40,15 +40,7 @@ TEST_F(GpuSearchTrace, FusedCasesRunAsOneSearchedKernel) {
     const std::vector<float> got = testing::ReadF32(gpu.output);
     EXPECT_EQ(GetCudaExecutor()->stats().launches, 1);
     const std::vector<float> want = testing::ReadF32(cpu.output);
-    ASSERT_EQ(got.size(), want.size());
-    double scale = 1e-6;
-    for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
-    int bad = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (!(std::abs(got[i] - want[i]) <= 1e-2 * scale) && bad++ < 5) {
-        ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i];
-      }
-    }
+    testing::ExpectWithinScale(got, want, 1e-2);
   }
 }
 

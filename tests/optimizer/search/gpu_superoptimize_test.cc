@@ -41,16 +41,7 @@ void CheckOnGpu(const FusedCase& c, double tolerance) {
   ASSERT_TRUE(runner->Run().ok());
   const std::vector<float> got = ValueOrFail(runner->Download(static_cast<int>(c.region.inputs.size())));
   const std::vector<float> want = testing::ReadF32(c.output);
-  ASSERT_EQ(got.size(), want.size());
-  double scale = 1e-6;
-  for (float w : want) scale = std::max(scale, static_cast<double>(std::abs(w)));
-  int bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double err = std::abs(static_cast<double>(got[i]) - want[i]);
-    if (!(err <= tolerance * scale) && bad++ < 5) {
-      ADD_FAILURE() << c.name << " element " << i << ": got " << got[i] << ", want " << want[i];
-    }
-  }
+  const int bad = testing::ExpectWithinScale(got, want, tolerance);
   EXPECT_EQ(bad, 0) << r.report.chosen_text;
 }
 
