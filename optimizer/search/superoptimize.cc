@@ -250,14 +250,16 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   const int top = std::min<int>(static_cast<int>(ranked.size()), options.time_graph ? options.time_top : 1);
   std::vector<char> passed(top, 0);
   std::vector<double> errors(top, 0);
+  std::vector<char> float_failed(top, 0);
   ParallelFor(top, threads, [&](int i) {
     absl::StatusOr<bool> v = VerifyOverFiniteFields(region, ranked[i].candidate, options.verify_tests,
                                                     options.seed ^ (0x9e37 + i));
     absl::StatusOr<FloatCheck> f = CheckFloatingPoint(region, ranked[i].candidate, options.seed + 7 * i);
     passed[i] = v.ok() && *v && f.ok() && f->passed;
     errors[i] = f.ok() ? f->max_error : -1;
-    if (f.ok() && !f->passed) ++report.float_rejected;
+    float_failed[i] = f.ok() && !f->passed;
   });
+  for (int i = 0; i < top; ++i) report.float_rejected += float_failed[i];
   report.verify_s = Seconds(verify_start);
   const Clock::time_point time_start = Clock::now();
   int best = -1;
