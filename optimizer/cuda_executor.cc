@@ -163,7 +163,9 @@ ugraph::DeviceLimits CudaExecutor::limits() const {
   const jit::DeviceInfo& info = context_.info();
   ugraph::DeviceLimits limits;
   limits.max_threads_per_block = info.max_threads_per_block;
-  limits.max_shared_memory_per_block = info.shared_memory_per_block;
+  // Kernels with more dynamic shared memory than the default 48 KiB opt in
+  // at launch (CudaContext::Launch raises the attribute).
+  limits.max_shared_memory_per_block = std::max(info.shared_memory_per_block, info.shared_memory_per_block_optin);
   return limits;
 }
 

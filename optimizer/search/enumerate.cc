@@ -448,7 +448,7 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
   };
   for (size_t c = 0; c < mapping.map.size(); ++c) {
     std::vector<int64_t> choices;
-    if (mapping.map[c] == Schedule::Map::kLoop) choices = {32, 64, 128};
+    if (mapping.map[c] == Schedule::Map::kLoop) choices = {32, 64, 128, 256};
     if (mapping.map[c] == Schedule::Map::kGrid) {
       choices = mapping.grid_axis[c] == 0 ? std::vector<int64_t>{16, 32, 64, 128} : std::vector<int64_t>{16, 64};
     }

@@ -129,7 +129,13 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
     // of the cost); too few blocks leave SMs idle.
     const double bytes = unique_bytes + 0.1 * std::max(0.0, blocks * block_bytes - unique_bytes);
     const double fill = std::min(1.0, blocks / kSms);
-    total += kLaunchUs + std::max(bytes / kBandwidth, blocks * flops / kFlops) * 1e6 / fill;
+    // Each loop step ends in barriers and waits for its loads: about half a
+    // microsecond per step and wave of resident blocks.
+    const double smem = static_cast<double>(std::max<int64_t>(1, ugraph::SharedMemoryBytes(b)));
+    const double resident = std::max(1.0, std::min({16.0, std::floor(228.0 * 1024 / smem),
+                                                    std::floor(2048.0 / std::max(32, b.threads))}));
+    const double waves = std::ceil(blocks / (kSms * resident));
+    total += kLaunchUs + std::max(bytes / kBandwidth, blocks * flops / kFlops) * 1e6 / fill + 0.5 * steps * waves;
   }
   return total;
 }
@@ -142,6 +148,7 @@ std::string SearchReport::ToString() const {
     absl::StrAppend(&out, "mappings ", mappings, "; prefixes ", prefixes, " (invalid ", invalid, ", pruned ", pruned,
                     "); complete ", complete, " (duplicates ", duplicates, "); verified ", verified, ", rejected ",
                     rejected, " (float ", float_rejected, "); schedule variants ", variants, "; timed ", timed,
+                    time_failed ? absl::StrCat(" (", time_failed, " failed: ", time_error, ")") : "",
                     out_of_time ? "; OUT OF TIME" : "", "\n");
     absl::StrAppend(&out, "time: search ", search_s * 1e3, " ms, verify ", verify_s * 1e3, " ms, compile+time ",
                     time_s * 1e3, " ms, total ", total_s * 1e3, " ms; z3 queries ", z3_queries, " (cache hits ",
@@ -247,7 +254,9 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
 
   // 3. The best few: verified again at their own tiles, checked in floating
   // point, timed on the GPU where there is one.
-  const int top = std::min<int>(static_cast<int>(ranked.size()), options.time_graph ? options.time_top : 1);
+  // Three times as many as will be timed are checked: a candidate the GPU
+  // cannot compile or launch gives way to the next.
+  const int top = std::min<int>(static_cast<int>(ranked.size()), options.time_graph ? 3 * options.time_top : 3);
   std::vector<char> passed(top, 0);
   std::vector<double> errors(top, 0);
   std::vector<char> float_failed(top, 0);
@@ -264,7 +273,8 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   const Clock::time_point time_start = Clock::now();
   int best = -1;
   std::optional<double> best_us;
-  for (int i = 0; i < top; ++i) {
+  int timed_ok = 0;
+  for (int i = 0; i < top && timed_ok < options.time_top; ++i) {
     if (!passed[i]) continue;
     if (!options.time_graph) {
       best = i;
@@ -272,7 +282,13 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     }
     absl::StatusOr<double> us = options.time_graph(ranked[i].graph);
     ++report.timed;
-    if (us.ok() && (!best_us || *us < *best_us)) {
+    if (!us.ok()) {
+      ++report.time_failed;
+      if (report.time_error.empty()) report.time_error = std::string(us.status().message());
+      continue;
+    }
+    ++timed_ok;
+    if (!best_us || *us < *best_us) {
       best = i;
       best_us = *us;
     }

@@ -42,6 +42,8 @@ struct SearchReport {
   int mappings = 0;
   int64_t prefixes = 0, invalid = 0, pruned = 0, complete = 0, duplicates = 0;
   int64_t verified = 0, rejected = 0, float_rejected = 0, variants = 0, timed = 0;
+  int64_t time_failed = 0;  // candidates the GPU could not compile or run
+  std::string time_error;   // the first such failure
   bool out_of_time = false;
   double search_s = 0, verify_s = 0, time_s = 0, total_s = 0;
   int64_t z3_queries = 0, z3_cache_hits = 0;
