@@ -5,6 +5,7 @@
 #include <optional>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "jit/nvrtc_api.h"
@@ -251,6 +252,25 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     ++launches;
   }
   return launches;
+}
+
+void CudaExecutor::Precompile(const std::vector<const ugraph::KernelGraph*>& graphs) {
+  std::vector<std::string> sources;
+  for (const ugraph::KernelGraph* graph : graphs) {
+    for (size_t k = 0; k < graph->kernels.size(); ++k) {
+      absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, static_cast<int>(k));
+      if (source.ok()) sources.push_back(codegen::AssembleSource(source->source));
+    }
+  }
+  jit::CompileOptions compile;
+  compile.arch = context_.info().arch();
+  std::vector<std::thread> workers;
+  for (const std::string& source : sources) {
+    workers.emplace_back([&, source_view = absl::string_view(source)] {
+      (void)kernel_cache_->GetOrCompile(source_view, compile);
+    });
+  }
+  for (std::thread& w : workers) w.join();
 }
 
 void CudaExecutor::ResetStats() {

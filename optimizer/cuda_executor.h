@@ -60,6 +60,10 @@ class CudaExecutor : public Executor {
   ugraph::DeviceLimits limits() const;
   // Validates, generates and compiles (through the kernel cache) every kernel.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> Compile(ugraph::KernelGraph graph);
+  // Compiles the kernels of `graphs` on parallel threads into the kernel
+  // cache (NVRTC programs compile independently), so that Compile() finds
+  // them there. Errors are left for Compile() to report.
+  void Precompile(const std::vector<const ugraph::KernelGraph*>& graphs);
   // Queues every kernel on `buffers` (by DTensor id); returns the launches.
   absl::StatusOr<int64_t> Launch(const CompiledGraph& compiled, const std::vector<TensorData>& buffers,
                                  const Bindings& bindings);

@@ -98,6 +98,7 @@ std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor&
       search::SearchOptions opts = options.search;
       opts.arch = executor.context().info().arch();
       opts.time_graph = [&](const ugraph::KernelGraph& g) { return TimeGraph(executor, g); };
+      opts.precompile = [&](const std::vector<const ugraph::KernelGraph*>& g) { executor.Precompile(g); };
       const search::Region& r = *region;
       opts.time_default = [&]() { return TimeDefault(executor, r); };
       absl::StatusOr<search::SearchResult> result = search::Superoptimize(r, opts);

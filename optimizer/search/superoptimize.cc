@@ -273,6 +273,13 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   const Clock::time_point time_start = Clock::now();
   int best = -1;
   std::optional<double> best_us;
+  if (options.time_graph && options.precompile) {
+    std::vector<const ugraph::KernelGraph*> first;
+    for (int i = 0; i < top && static_cast<int>(first.size()) < options.time_top; ++i) {
+      if (passed[i]) first.push_back(&ranked[i].graph);
+    }
+    options.precompile(first);
+  }
   int timed_ok = 0;
   for (int i = 0; i < top && timed_ok < options.time_top; ++i) {
     if (!passed[i]) continue;

@@ -33,6 +33,8 @@ struct SearchOptions {
   // Microseconds per run of a kernel graph on the GPU, or an error; unset
   // on a machine without one (the cost model alone then chooses).
   std::function<absl::StatusOr<double>(const ugraph::KernelGraph&)> time_graph;
+  // Compiles graphs ahead of timing them, all at once (optional).
+  std::function<void(const std::vector<const ugraph::KernelGraph*>&)> precompile;
   // Microseconds of the region under the default lowering (for the report).
   std::function<absl::StatusOr<double>()> time_default;
 };
