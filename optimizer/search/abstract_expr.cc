@@ -64,44 +64,26 @@ ExprId ExprPool::Constant(double value) {
   return Intern(std::move(n));
 }
 
-ExprId ExprPool::Add(ExprId a, ExprId b) {
+ExprId ExprPool::Operation(AbstractNode::Kind kind, std::vector<ExprId> args) {
   AbstractNode n;
-  n.kind = AbstractNode::Kind::kAdd;
-  n.args = {a, b};
+  n.kind = kind;
+  n.args = std::move(args);
   return Intern(std::move(n));
 }
+
+ExprId ExprPool::Add(ExprId a, ExprId b) { return Operation(AbstractNode::Kind::kAdd, {a, b}); }
 
 ExprId ExprPool::Sub(ExprId a, ExprId b) { return Add(a, Neg(b)); }
 
 ExprId ExprPool::Neg(ExprId a) { return Mul(Constant(-1), a); }
 
-ExprId ExprPool::Mul(ExprId a, ExprId b) {
-  AbstractNode n;
-  n.kind = AbstractNode::Kind::kMul;
-  n.args = {a, b};
-  return Intern(std::move(n));
-}
+ExprId ExprPool::Mul(ExprId a, ExprId b) { return Operation(AbstractNode::Kind::kMul, {a, b}); }
 
-ExprId ExprPool::Div(ExprId a, ExprId b) {
-  AbstractNode n;
-  n.kind = AbstractNode::Kind::kDiv;
-  n.args = {a, b};
-  return Intern(std::move(n));
-}
+ExprId ExprPool::Div(ExprId a, ExprId b) { return Operation(AbstractNode::Kind::kDiv, {a, b}); }
 
-ExprId ExprPool::Exp(ExprId a) {
-  AbstractNode n;
-  n.kind = AbstractNode::Kind::kExp;
-  n.args = {a};
-  return Intern(std::move(n));
-}
+ExprId ExprPool::Exp(ExprId a) { return Operation(AbstractNode::Kind::kExp, {a}); }
 
-ExprId ExprPool::Sqrt(ExprId a) {
-  AbstractNode n;
-  n.kind = AbstractNode::Kind::kSqrt;
-  n.args = {a};
-  return Intern(std::move(n));
-}
+ExprId ExprPool::Sqrt(ExprId a) { return Operation(AbstractNode::Kind::kSqrt, {a}); }
 
 ExprId ExprPool::Sum(Rational size, ExprId a) {
   KILN_CHECK(size.num > 0 && size.den > 0, "Sum: the size must be positive");

@@ -71,6 +71,7 @@ class ExprPool {
   std::string ToString(ExprId id) const;
 
  private:
+  ExprId Operation(AbstractNode::Kind kind, std::vector<ExprId> args);
   ExprId Intern(AbstractNode node);
   std::vector<AbstractNode> nodes_;
   absl::flat_hash_map<std::string, ExprId> index_;

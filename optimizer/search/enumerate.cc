@@ -187,7 +187,8 @@ class Enumerator {
 
   // Elements a reduction over this axis sums: the loop tile, or the whole dim.
   int64_t AxisCount(const ugraph::TileAxis& a) const {
-    return a.source == ugraph::TileAxis::Source::kFull ? a.size : a.source == ugraph::TileAxis::Source::kLoop ? a.size : 1;
+    const bool summed = a.source == ugraph::TileAxis::Source::kFull || a.source == ugraph::TileAxis::Source::kLoop;
+    return summed ? a.size : 1;
   }
 
   bool Completes(int op) {
