@@ -156,6 +156,8 @@ std::string SearchReport::ToString() const {
   }
   if (chosen_text.empty()) {
     absl::StrAppend(&out, "chosen: the default lowering\n");
+  } else if (from_cache) {
+    absl::StrAppend(&out, "chosen (as cached):\n", chosen_text);
   } else {
     absl::StrAppend(&out, "chosen", schedule.empty() ? "" : absl::StrCat(" (", schedule, ")"), ": estimated ",
                     estimated_us, " us");
