@@ -20,167 +20,13 @@
 #include <algorithm>
 #include <map>
 
-#include "optimizer/codegen/matmul_gen.h"
 #include "optimizer/codegen/thread_emitter.h"
-#include "optimizer/tile_analysis.h"
+#include "optimizer/codegen/tiled_generator.h"
 #include "optimizer/ugraph_validate.h"
 #include "tensor/check.h"
 
 namespace kiln::codegen {
-namespace {
-
-using ugraph::BlockGraph;
-using ugraph::TileAxis;
-using ugraph::TileInfo;
-using ugraph::TileOp;
-using Source = TileAxis::Source;
-
-bool IsFloatStorage(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
-}
-
-std::vector<int64_t> Sizes(const TileInfo& t) {
-  std::vector<int64_t> sizes;
-  for (const TileAxis& a : t.axes) sizes.push_back(a.size);
-  return sizes;
-}
-
-std::vector<int> RowMajorOrder(size_t rank) {
-  std::vector<int> order(rank);
-  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int>(d);
-  return order;
-}
-
-int64_t Product(const std::vector<int64_t>& sizes, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t d = begin; d < end; ++d) n *= sizes[d];
-  return n;
-}
-
-// Row-major index of `coords` (int expressions) in a tile of `sizes`.
-std::string RowMajor(const std::vector<int64_t>& sizes, const std::vector<std::string>& coords) {
-  std::string out;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    const int64_t stride = Product(sizes, d + 1, sizes.size());
-    const std::string term = stride == 1 ? coords[d] : absl::StrCat(coords[d], " * ", stride);
-    absl::StrAppend(&out, out.empty() ? "" : " + ", term);
-  }
-  return out.empty() ? "0" : out;
-}
-
-class TiledGenerator {
- public:
-  TiledGenerator(Emitter& e, const BlockGraph& b, std::vector<TileInfo> tiles)
-      : e_(e), b_(b), tiles_(std::move(tiles)) {}
-
-  absl::Status Generate();
-  // Dynamic shared memory the kernel takes, in bytes.
-  int64_t shared_bytes() const { return 4 * (buffers_ + scratch_); }
-
- private:
-  enum class Phase { kBefore, kLoop, kAfter };
-
-  absl::Status Plan();
-  void EmitOp(int i);
-  // The ops of one phase, its input tiles first: their loads go out
-  // together and one barrier covers them all.
-  void EmitPhase(Phase phase);
-  // Issues the staged loop tiles' loads for the first step (before the
-  // loop) or the next one (inside it).
-  void EmitPrefetch(bool first);
-
-  // Input tiles. A staged input issues its loads into registers (raw bits)
-  // and converts them into its buffer later, so that a thread has all its
-  // loads in flight at once and the next loop step's loads overlap this
-  // step's work; a direct one (too many loads per thread to hold) loads and
-  // converts element by element.
-  void PlanInput(int i, int64_t* registers);
-  std::vector<std::string> TaskCoords(int i, const std::string& task);
-  void EmitIssue(int i, const std::string& task, const std::string& raw);
-  void EmitConvert(int i, const std::string& task, const std::string& raw);
-  // The staged loads' issue (into raw registers) or their conversion.
-  void EmitStaged(int i, bool issue);
-  void DeclareRaw(int i);
-  void EmitDirect(int i);
-  void EmitElementwise(int i);
-  void EmitMatmul(int i);
-  void EmitReduce(int i);
-  void EmitAccumulate(int i);
-  void EmitStores();
-
-  // Synchronization: a buffer written since the last __syncthreads is
-  // "dirty"; reading it is safe without a barrier only for the thread that
-  // wrote the element, i.e. when both sides spread the tile linearly
-  // (element l on thread l % threads) and index it alike.
-  void Read(int buffer, bool same_element);
-  void Wrote(int buffer, bool linear);
-  void Sync();
-  // Elements of an axis that can be in range (the tile size, or less where
-  // the tensor is known to be smaller): what work is spread over.
-  static int64_t Useful(const TileAxis& a);
-
-  // Opens the linear loop over a tile's elements: `for (int l = ...)`.
-  void OpenLinear(int64_t elements);
-  // Splits `linear` over `sizes`, the axes in `order` (fastest last); emits
-  // one int per axis of size above 1 (the others are "0").
-  std::vector<std::string> Unravel(const std::vector<int64_t>& sizes, const std::vector<int>& order,
-                                   const std::string& linear);
-  // The element of tile op `a` at element `l` (coordinates `coords`) of a
-  // tile shaped `out`: broadcast over size-1 and missing leading axes.
-  std::string Operand(int a, const TileInfo& out, const std::vector<std::string>& coords);
-  bool SameShape(int a, int b) const { return Sizes(tiles_[a]) == Sizes(tiles_[b]); }
-
-  // The first tensor coordinate a tile axis covers at this block and step,
-  // and how many of its elements are in range (i64 expressions).
-  std::string Start(const TileAxis& a) const;
-  std::string Length(const TileAxis& a) const;
-  std::string Global(const TileAxis& a, const std::string& coord) const;
-  // "c0 < n1 && ..." over the axes that can have tails; empty when none.
-  std::string InRange(const TileInfo& t, const std::vector<std::string>& coords, int skip = -1) const;
-
-  std::string Buffer(int i) const { return absl::StrCat("x", i); }
-  std::string Raw(int i) const { return absl::StrCat("raw", i); }
-
-  // How an input tile is read: `tasks` loads of `width` elements (16 bytes
-  // along the last axis, or 1), unravelled over `task_sizes` in `order`
-  // (the axis adjacent in memory last, so neighbouring threads coalesce).
-  struct InputPlan {
-    DType dtype = DType::kF32;
-    int64_t width = 1;
-    std::vector<int64_t> task_sizes;
-    std::vector<int> order;
-    int64_t tasks = 0, per_thread = 0;
-    bool staged = false;
-  };
-
-  Emitter& e_;
-  const BlockGraph& b_;
-  std::vector<TileInfo> tiles_;
-  std::vector<Phase> phase_;
-  std::vector<int> fused_into_;  // a matmul summed straight into this accumulator, or -1
-  std::vector<bool> fused_;      // an accumulator a matmul updates itself
-  std::map<int, bool> dirty_;    // buffer -> written linearly
-  std::vector<InputPlan> inputs_;  // by tile op (kInput ops only)
-
-  // How a matmul's outputs spread over the threads: a task is `per` rows of
-  // one column; when there are fewer tasks than threads, `split` threads
-  // share a task, each summing every split-th k, and a second pass adds
-  // their partial sums (in slice order: deterministic) from `scratch`.
-  struct MatmulPlan {
-    int64_t rows = 0, cols = 0, depth = 0, batches = 1;  // tile sizes
-    int64_t per = 1, groups = 1, tasks = 0, split = 1;
-    int64_t scratch = 0;  // offset of its partial sums in `scratch`
-  };
-  void PlanMatmul(int i);
-  std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
-  std::vector<int64_t> offsets_;     // of each tile's buffer in floats, or -1
-  int64_t buffers_ = 0;              // floats of tile buffers
-  int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers
-  // The loop step whose tiles are being loaded (the next one, when
-  // prefetching): its first coordinate and in-range length.
-  std::string loop_start_ = "k0", loop_length_ = "kn";
-};
+namespace tiled_internal {
 
 absl::Status TiledGenerator::Plan() {
   const size_t n = b_.tile_ops.size();
@@ -338,149 +184,6 @@ std::string TiledGenerator::InRange(const TileInfo& t, const std::vector<std::st
     absl::StrAppend(&out, out.empty() ? "" : " && ", coords[d], " < ", Length(t.axes[d]));
   }
   return out;
-}
-
-void TiledGenerator::PlanInput(int i, int64_t* registers) {
-  const TileInfo& t = tiles_[i];
-  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
-  InputPlan& plan = inputs_[i];
-  plan.dtype = e_.graph().tensors[view.tensor].dtype;
-  plan.task_sizes = Sizes(t);
-  const int rank = static_cast<int>(plan.task_sizes.size());
-  const int contiguous = ContiguousDim(e_.graph(), view);
-  const int fast = contiguous >= 0 && plan.task_sizes[contiguous] > 1 ? contiguous : rank - 1;
-  for (int d = 0; d < rank; ++d) {
-    if (d != fast) plan.order.push_back(d);
-  }
-  if (fast >= 0) plan.order.push_back(fast);
-  // 16-byte vectors along the last axis when it is surely unit-stride: the
-  // view only permutes and slices (reshapes and expands can break runs).
-  bool plain_view = true;
-  for (const ugraph::ViewStep& s : view.steps) {
-    plain_view = plain_view && (s.kind == ugraph::ViewStep::Kind::kPermute ||
-                                s.kind == ugraph::ViewStep::Kind::kSlice);
-  }
-  const int64_t width = 16 / static_cast<int64_t>(DTypeSize(plan.dtype));
-  if (plain_view && rank > 0 && contiguous == rank - 1 && plan.task_sizes[rank - 1] % width == 0) {
-    plan.width = width;
-    plan.task_sizes[rank - 1] /= width;
-  }
-  plan.tasks = t.elements() / plan.width;
-  plan.per_thread = (plan.tasks + b_.threads - 1) / b_.threads;
-  const int64_t cost = plan.per_thread * (plan.width > 1 ? 4 : 1);
-  plan.staged = cost <= *registers;
-  if (plan.staged) *registers -= cost;
-}
-
-std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& task) {
-  const InputPlan& plan = inputs_[i];
-  std::vector<std::string> coords = Unravel(plan.task_sizes, plan.order, task);
-  if (plan.width > 1) {
-    const std::string last = e_.Fresh("i");
-    e_.Linef("const int ", last, " = ", coords.back(), " * ", plan.width, ";");
-    coords.back() = last;
-  }
-  return coords;
-}
-
-void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string& raw) {
-  const InputPlan& plan = inputs_[i];
-  const TileInfo& t = tiles_[i];
-  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
-  const std::string ptr = absl::StrCat("p.t[", e_.Slot(view.tensor), "]");
-  const std::string load = absl::StrCat("load_bits_", DTypeSuffix(plan.dtype));
-  const size_t bytes = DTypeSize(plan.dtype);
-  const std::vector<std::string> coords = TaskCoords(i, task);
-  const auto offset = [&](const std::vector<std::string>& c) {
-    std::vector<std::string> g(c.size());
-    for (size_t d = 0; d < c.size(); ++d) g[d] = Global(t.axes[d], c[d]);
-    return e_.Offset(view, g);  // plain arithmetic: fine out of range too
-  };
-  const std::string off = e_.Fresh("off");
-  e_.Linef("const i64 ", off, " = ", offset(coords), ";");
-  if (plan.width == 1) {
-    const std::string in_range = InRange(t, coords);
-    e_.Linef(raw, " = ", in_range.empty() ? "" : absl::StrCat(in_range, " ? "), load, "(", ptr, ", ", off,
-             ")", in_range.empty() ? "" : " : 0u", ";");
-    return;
-  }
-  // The whole vector in range and aligned: one load; else element by element.
-  const int rank = static_cast<int>(coords.size());
-  std::string whole = InRange(t, coords, rank - 1);
-  const TileAxis& last = t.axes[rank - 1];
-  if (last.source == Source::kGrid || last.source == Source::kLoop) {
-    absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords.back(), " + ", plan.width, " <= ",
-                    Length(last));
-  }
-  e_.Linef(raw, " = make_uint4(0u, 0u, 0u, 0u);");
-  e_.Open(absl::StrCat("if (", whole.empty() ? "" : whole + " && ", "aligned16(", ptr, ", ", off, ", ", bytes,
-                       "))"));
-  e_.Linef(raw, " = load16_bits(", ptr, ", ", off, ", ", bytes, ");");
-  e_.Close();
-  e_.Open("else");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int j = 0; j < ", plan.width, "; ++j)"));
-  std::vector<std::string> element = coords;
-  element.back() = absl::StrCat("(", coords.back(), " + j)");
-  const std::string element_off = e_.Fresh("off");
-  e_.Linef("const i64 ", element_off, " = ", offset(element), ";");
-  const std::string in_range = InRange(t, element);
-  e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "set_vector_bits(", raw, ", j, ", load,
-           "(", ptr, ", ", element_off, "), ", bytes, ");");
-  e_.Close();
-  e_.Close();
-}
-
-void TiledGenerator::EmitConvert(int i, const std::string& task, const std::string& raw) {
-  const InputPlan& plan = inputs_[i];
-  const std::vector<std::string> coords = TaskCoords(i, task);
-  const std::string at = RowMajor(Sizes(tiles_[i]), coords);
-  const std::string widen = absl::StrCat("bits_to_", DTypeSuffix(plan.dtype));
-  if (plan.width == 1) {
-    e_.Linef(Buffer(i), "[", at, "] = ", widen, "(", raw, ");");
-    return;
-  }
-  e_.Line("#pragma unroll");
-  e_.Linef("for (int j = 0; j < ", plan.width, "; ++j) ", Buffer(i), "[", at, " + j] = ", widen,
-           "(vector_bits(", raw, ", j, ", DTypeSize(plan.dtype), "));");
-}
-
-void TiledGenerator::EmitStaged(int i, bool issue) {
-  const InputPlan& plan = inputs_[i];
-  if (issue) {
-    e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
-             plan.width, " ", DTypeName(plan.dtype), " per thread");
-  } else {
-    Read(i, false);
-    e_.Linef("// x", i, ": widen the loaded bits into the tile");
-  }
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
-  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
-  const bool ragged = plan.tasks % b_.threads != 0;
-  if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
-  const std::string raw = absl::StrCat(Raw(i), "[it]");
-  issue ? EmitIssue(i, "l", raw) : EmitConvert(i, "l", raw);
-  if (ragged) e_.Close();
-  e_.Close();
-  if (!issue) Wrote(i, false);
-}
-
-void TiledGenerator::DeclareRaw(int i) {
-  e_.Linef(inputs_[i].width > 1 ? "uint4 " : "unsigned ", Raw(i), "[", inputs_[i].per_thread, "];");
-}
-
-void TiledGenerator::EmitDirect(int i) {
-  const InputPlan& plan = inputs_[i];
-  Read(i, false);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.width, " ", DTypeName(plan.dtype),
-           " per load");
-  OpenLinear(plan.tasks);
-  e_.Linef(plan.width > 1 ? "uint4" : "unsigned", " raw;");
-  EmitIssue(i, "l", "raw");
-  EmitConvert(i, "l", "raw");
-  e_.Close();
-  Wrote(i, false);
 }
 
 void TiledGenerator::EmitElementwise(int i) {
@@ -714,33 +417,6 @@ void TiledGenerator::EmitPhase(Phase phase) {
   }
 }
 
-void TiledGenerator::EmitPrefetch(bool first) {
-  const size_t n = b_.tile_ops.size();
-  bool any = false;
-  for (size_t i = 0; i < n; ++i) any = any || (phase_[i] == Phase::kLoop && inputs_[i].staged);
-  if (!any) return;
-  const int64_t tile = b_.forloop.tile;
-  const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
-  loop_start_ = first ? "0LL" : "k1";
-  loop_length_ = first ? "kn0" : "kn1";
-  if (first) {
-    e_.Line("// the first step's loop tiles");
-    e_.Linef("const i64 kn0 = ", extent, " < ", tile, " ? ", extent, " : ", tile, ";");
-  } else {
-    // The last step prefetches past the end: every element is out of range.
-    e_.Line("// the next step's loop tiles, loaded while this step computes");
-    e_.Linef("const i64 k1 = k0 + ", tile, ";");
-    e_.Linef("const i64 kn1 = ", extent, " - k1 < ", tile, " ? ", extent, " - k1 : ", tile, ";");
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (phase_[i] != Phase::kLoop || !inputs_[i].staged) continue;
-    if (first) DeclareRaw(static_cast<int>(i));
-    EmitStaged(static_cast<int>(i), /*issue=*/true);
-  }
-  loop_start_ = "k0";
-  loop_length_ = "kn";
-}
-
 void TiledGenerator::EmitStores() {
   for (const ugraph::OutputSaver& o : b_.outputs) {
     const TileInfo& t = tiles_[o.value];
@@ -835,7 +511,11 @@ absl::Status TiledGenerator::Generate() {
   return absl::OkStatus();
 }
 
-}  // namespace
+}  // namespace tiled_internal
+
+using tiled_internal::TiledGenerator;
+using ugraph::BlockGraph;
+using ugraph::TileInfo;
 
 absl::StatusOr<int64_t> GenerateTiled(Emitter& e, const BlockGraph& block) {
   absl::StatusOr<std::vector<TileInfo>> tiles = ugraph::AnalyzeTiles(block);

@@ -1,0 +1,174 @@
+// The code generator for graph-defined blocks, shared by its two source
+// files: tiled_gen.cc (planning, the tile ops, phases and stores) and
+// tiled_load.cc (reading input tiles). Internal to optimizer/codegen.
+#ifndef KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
+#define KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "optimizer/codegen/emitter.h"
+#include "optimizer/tile_analysis.h"
+#include "optimizer/ugraph.h"
+
+namespace kiln::codegen::tiled_internal {
+
+using ugraph::BlockGraph;
+using ugraph::TileAxis;
+using ugraph::TileInfo;
+using ugraph::TileOp;
+using Source = TileAxis::Source;
+
+inline bool IsFloatStorage(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
+}
+
+inline std::vector<int64_t> Sizes(const TileInfo& t) {
+  std::vector<int64_t> sizes;
+  for (const TileAxis& a : t.axes) sizes.push_back(a.size);
+  return sizes;
+}
+
+inline std::vector<int> RowMajorOrder(size_t rank) {
+  std::vector<int> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int>(d);
+  return order;
+}
+
+inline int64_t Product(const std::vector<int64_t>& sizes, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t d = begin; d < end; ++d) n *= sizes[d];
+  return n;
+}
+
+// Row-major index of `coords` (int expressions) in a tile of `sizes`.
+inline std::string RowMajor(const std::vector<int64_t>& sizes, const std::vector<std::string>& coords) {
+  std::string out;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    const int64_t stride = Product(sizes, d + 1, sizes.size());
+    const std::string term = stride == 1 ? coords[d] : absl::StrCat(coords[d], " * ", stride);
+    absl::StrAppend(&out, out.empty() ? "" : " + ", term);
+  }
+  return out.empty() ? "0" : out;
+}
+
+class TiledGenerator {
+ public:
+  TiledGenerator(Emitter& e, const BlockGraph& b, std::vector<TileInfo> tiles)
+      : e_(e), b_(b), tiles_(std::move(tiles)) {}
+
+  absl::Status Generate();
+  // Dynamic shared memory the kernel takes, in bytes.
+  int64_t shared_bytes() const { return 4 * (buffers_ + scratch_); }
+
+ private:
+  enum class Phase { kBefore, kLoop, kAfter };
+
+  absl::Status Plan();
+  void EmitOp(int i);
+  // The ops of one phase, its input tiles first: their loads go out
+  // together and one barrier covers them all.
+  void EmitPhase(Phase phase);
+  // Issues the staged loop tiles' loads for the first step (before the
+  // loop) or the next one (inside it).
+  void EmitPrefetch(bool first);
+
+  // Input tiles. A staged input issues its loads into registers (raw bits)
+  // and converts them into its buffer later, so that a thread has all its
+  // loads in flight at once and the next loop step's loads overlap this
+  // step's work; a direct one (too many loads per thread to hold) loads and
+  // converts element by element.
+  void PlanInput(int i, int64_t* registers);
+  std::vector<std::string> TaskCoords(int i, const std::string& task);
+  void EmitIssue(int i, const std::string& task, const std::string& raw);
+  void EmitConvert(int i, const std::string& task, const std::string& raw);
+  // The staged loads' issue (into raw registers) or their conversion.
+  void EmitStaged(int i, bool issue);
+  void DeclareRaw(int i);
+  void EmitDirect(int i);
+  void EmitElementwise(int i);
+  void EmitMatmul(int i);
+  void EmitReduce(int i);
+  void EmitAccumulate(int i);
+  void EmitStores();
+
+  // Synchronization: a buffer written since the last __syncthreads is
+  // "dirty"; reading it is safe without a barrier only for the thread that
+  // wrote the element, i.e. when both sides spread the tile linearly
+  // (element l on thread l % threads) and index it alike.
+  void Read(int buffer, bool same_element);
+  void Wrote(int buffer, bool linear);
+  void Sync();
+  // Elements of an axis that can be in range (the tile size, or less where
+  // the tensor is known to be smaller): what work is spread over.
+  static int64_t Useful(const TileAxis& a);
+
+  // Opens the linear loop over a tile's elements: `for (int l = ...)`.
+  void OpenLinear(int64_t elements);
+  // Splits `linear` over `sizes`, the axes in `order` (fastest last); emits
+  // one int per axis of size above 1 (the others are "0").
+  std::vector<std::string> Unravel(const std::vector<int64_t>& sizes, const std::vector<int>& order,
+                                   const std::string& linear);
+  // The element of tile op `a` at element `l` (coordinates `coords`) of a
+  // tile shaped `out`: broadcast over size-1 and missing leading axes.
+  std::string Operand(int a, const TileInfo& out, const std::vector<std::string>& coords);
+  bool SameShape(int a, int b) const { return Sizes(tiles_[a]) == Sizes(tiles_[b]); }
+
+  // The first tensor coordinate a tile axis covers at this block and step,
+  // and how many of its elements are in range (i64 expressions).
+  std::string Start(const TileAxis& a) const;
+  std::string Length(const TileAxis& a) const;
+  std::string Global(const TileAxis& a, const std::string& coord) const;
+  // "c0 < n1 && ..." over the axes that can have tails; empty when none.
+  std::string InRange(const TileInfo& t, const std::vector<std::string>& coords, int skip = -1) const;
+
+  std::string Buffer(int i) const { return absl::StrCat("x", i); }
+  std::string Raw(int i) const { return absl::StrCat("raw", i); }
+
+  // How an input tile is read: `tasks` loads of `width` elements (16 bytes
+  // along the last axis, or 1), unravelled over `task_sizes` in `order`
+  // (the axis adjacent in memory last, so neighbouring threads coalesce).
+  struct InputPlan {
+    DType dtype = DType::kF32;
+    int64_t width = 1;
+    std::vector<int64_t> task_sizes;
+    std::vector<int> order;
+    int64_t tasks = 0, per_thread = 0;
+    bool staged = false;
+  };
+
+  Emitter& e_;
+  const BlockGraph& b_;
+  std::vector<TileInfo> tiles_;
+  std::vector<Phase> phase_;
+  std::vector<int> fused_into_;  // a matmul summed straight into this accumulator, or -1
+  std::vector<bool> fused_;      // an accumulator a matmul updates itself
+  std::map<int, bool> dirty_;    // buffer -> written linearly
+  std::vector<InputPlan> inputs_;  // by tile op (kInput ops only)
+
+  // How a matmul's outputs spread over the threads: a task is `per` rows of
+  // one column; when there are fewer tasks than threads, `split` threads
+  // share a task, each summing every split-th k, and a second pass adds
+  // their partial sums (in slice order: deterministic) from `scratch`.
+  struct MatmulPlan {
+    int64_t rows = 0, cols = 0, depth = 0, batches = 1;  // tile sizes
+    int64_t per = 1, groups = 1, tasks = 0, split = 1;
+    int64_t scratch = 0;  // offset of its partial sums in `scratch`
+  };
+  void PlanMatmul(int i);
+  std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
+  std::vector<int64_t> offsets_;     // of each tile's buffer in floats, or -1
+  int64_t buffers_ = 0;              // floats of tile buffers
+  int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers
+  // The loop step whose tiles are being loaded (the next one, when
+  // prefetching): its first coordinate and in-range length.
+  std::string loop_start_ = "k0", loop_length_ = "kn";
+};
+
+}  // namespace kiln::codegen::tiled_internal
+
+#endif  // KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_

@@ -1,0 +1,184 @@
+// Input tiles of graph-defined blocks: planned (coalesced 16-byte loads
+// where the view allows, staged in registers where they fit), issued ahead
+// (the next loop step's tiles while this one computes), converted to f32.
+#include <algorithm>
+
+#include "optimizer/codegen/matmul_gen.h"
+#include "optimizer/codegen/tiled_generator.h"
+#include "tensor/check.h"
+
+namespace kiln::codegen::tiled_internal {
+
+void TiledGenerator::PlanInput(int i, int64_t* registers) {
+  const TileInfo& t = tiles_[i];
+  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
+  InputPlan& plan = inputs_[i];
+  plan.dtype = e_.graph().tensors[view.tensor].dtype;
+  plan.task_sizes = Sizes(t);
+  const int rank = static_cast<int>(plan.task_sizes.size());
+  const int contiguous = ContiguousDim(e_.graph(), view);
+  const int fast = contiguous >= 0 && plan.task_sizes[contiguous] > 1 ? contiguous : rank - 1;
+  for (int d = 0; d < rank; ++d) {
+    if (d != fast) plan.order.push_back(d);
+  }
+  if (fast >= 0) plan.order.push_back(fast);
+  // 16-byte vectors along the last axis when it is surely unit-stride: the
+  // view only permutes and slices (reshapes and expands can break runs).
+  bool plain_view = true;
+  for (const ugraph::ViewStep& s : view.steps) {
+    plain_view = plain_view && (s.kind == ugraph::ViewStep::Kind::kPermute ||
+                                s.kind == ugraph::ViewStep::Kind::kSlice);
+  }
+  const int64_t width = 16 / static_cast<int64_t>(DTypeSize(plan.dtype));
+  if (plain_view && rank > 0 && contiguous == rank - 1 && plan.task_sizes[rank - 1] % width == 0) {
+    plan.width = width;
+    plan.task_sizes[rank - 1] /= width;
+  }
+  plan.tasks = t.elements() / plan.width;
+  plan.per_thread = (plan.tasks + b_.threads - 1) / b_.threads;
+  const int64_t cost = plan.per_thread * (plan.width > 1 ? 4 : 1);
+  plan.staged = cost <= *registers;
+  if (plan.staged) *registers -= cost;
+}
+
+std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& task) {
+  const InputPlan& plan = inputs_[i];
+  std::vector<std::string> coords = Unravel(plan.task_sizes, plan.order, task);
+  if (plan.width > 1) {
+    const std::string last = e_.Fresh("i");
+    e_.Linef("const int ", last, " = ", coords.back(), " * ", plan.width, ";");
+    coords.back() = last;
+  }
+  return coords;
+}
+
+void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string& raw) {
+  const InputPlan& plan = inputs_[i];
+  const TileInfo& t = tiles_[i];
+  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
+  const std::string ptr = absl::StrCat("p.t[", e_.Slot(view.tensor), "]");
+  const std::string load = absl::StrCat("load_bits_", DTypeSuffix(plan.dtype));
+  const size_t bytes = DTypeSize(plan.dtype);
+  const std::vector<std::string> coords = TaskCoords(i, task);
+  const auto offset = [&](const std::vector<std::string>& c) {
+    std::vector<std::string> g(c.size());
+    for (size_t d = 0; d < c.size(); ++d) g[d] = Global(t.axes[d], c[d]);
+    return e_.Offset(view, g);  // plain arithmetic: fine out of range too
+  };
+  const std::string off = e_.Fresh("off");
+  e_.Linef("const i64 ", off, " = ", offset(coords), ";");
+  if (plan.width == 1) {
+    const std::string in_range = InRange(t, coords);
+    e_.Linef(raw, " = ", in_range.empty() ? "" : absl::StrCat(in_range, " ? "), load, "(", ptr, ", ", off,
+             ")", in_range.empty() ? "" : " : 0u", ";");
+    return;
+  }
+  // The whole vector in range and aligned: one load; else element by element.
+  const int rank = static_cast<int>(coords.size());
+  std::string whole = InRange(t, coords, rank - 1);
+  const TileAxis& last = t.axes[rank - 1];
+  if (last.source == Source::kGrid || last.source == Source::kLoop) {
+    absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords.back(), " + ", plan.width, " <= ",
+                    Length(last));
+  }
+  e_.Linef(raw, " = make_uint4(0u, 0u, 0u, 0u);");
+  e_.Open(absl::StrCat("if (", whole.empty() ? "" : whole + " && ", "aligned16(", ptr, ", ", off, ", ", bytes,
+                       "))"));
+  e_.Linef(raw, " = load16_bits(", ptr, ", ", off, ", ", bytes, ");");
+  e_.Close();
+  e_.Open("else");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", plan.width, "; ++j)"));
+  std::vector<std::string> element = coords;
+  element.back() = absl::StrCat("(", coords.back(), " + j)");
+  const std::string element_off = e_.Fresh("off");
+  e_.Linef("const i64 ", element_off, " = ", offset(element), ";");
+  const std::string in_range = InRange(t, element);
+  e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "set_vector_bits(", raw, ", j, ", load,
+           "(", ptr, ", ", element_off, "), ", bytes, ");");
+  e_.Close();
+  e_.Close();
+}
+
+void TiledGenerator::EmitConvert(int i, const std::string& task, const std::string& raw) {
+  const InputPlan& plan = inputs_[i];
+  const std::vector<std::string> coords = TaskCoords(i, task);
+  const std::string at = RowMajor(Sizes(tiles_[i]), coords);
+  const std::string widen = absl::StrCat("bits_to_", DTypeSuffix(plan.dtype));
+  if (plan.width == 1) {
+    e_.Linef(Buffer(i), "[", at, "] = ", widen, "(", raw, ");");
+    return;
+  }
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int j = 0; j < ", plan.width, "; ++j) ", Buffer(i), "[", at, " + j] = ", widen,
+           "(vector_bits(", raw, ", j, ", DTypeSize(plan.dtype), "));");
+}
+
+void TiledGenerator::EmitStaged(int i, bool issue) {
+  const InputPlan& plan = inputs_[i];
+  if (issue) {
+    e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
+             plan.width, " ", DTypeName(plan.dtype), " per thread");
+  } else {
+    Read(i, false);
+    e_.Linef("// x", i, ": widen the loaded bits into the tile");
+  }
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
+  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
+  const bool ragged = plan.tasks % b_.threads != 0;
+  if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
+  const std::string raw = absl::StrCat(Raw(i), "[it]");
+  issue ? EmitIssue(i, "l", raw) : EmitConvert(i, "l", raw);
+  if (ragged) e_.Close();
+  e_.Close();
+  if (!issue) Wrote(i, false);
+}
+
+void TiledGenerator::DeclareRaw(int i) {
+  e_.Linef(inputs_[i].width > 1 ? "uint4 " : "unsigned ", Raw(i), "[", inputs_[i].per_thread, "];");
+}
+
+void TiledGenerator::EmitDirect(int i) {
+  const InputPlan& plan = inputs_[i];
+  Read(i, false);
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.width, " ", DTypeName(plan.dtype),
+           " per load");
+  OpenLinear(plan.tasks);
+  e_.Linef(plan.width > 1 ? "uint4" : "unsigned", " raw;");
+  EmitIssue(i, "l", "raw");
+  EmitConvert(i, "l", "raw");
+  e_.Close();
+  Wrote(i, false);
+}
+
+
+void TiledGenerator::EmitPrefetch(bool first) {
+  const size_t n = b_.tile_ops.size();
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) any = any || (phase_[i] == Phase::kLoop && inputs_[i].staged);
+  if (!any) return;
+  const int64_t tile = b_.forloop.tile;
+  const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
+  loop_start_ = first ? "0LL" : "k1";
+  loop_length_ = first ? "kn0" : "kn1";
+  if (first) {
+    e_.Line("// the first step's loop tiles");
+    e_.Linef("const i64 kn0 = ", extent, " < ", tile, " ? ", extent, " : ", tile, ";");
+  } else {
+    // The last step prefetches past the end: every element is out of range.
+    e_.Line("// the next step's loop tiles, loaded while this step computes");
+    e_.Linef("const i64 k1 = k0 + ", tile, ";");
+    e_.Linef("const i64 kn1 = ", extent, " - k1 < ", tile, " ? ", extent, " - k1 : ", tile, ";");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (phase_[i] != Phase::kLoop || !inputs_[i].staged) continue;
+    if (first) DeclareRaw(static_cast<int>(i));
+    EmitStaged(static_cast<int>(i), /*issue=*/true);
+  }
+  loop_start_ = "k0";
+  loop_length_ = "kn";
+}
+
+
+}  // namespace kiln::codegen::tiled_internal
