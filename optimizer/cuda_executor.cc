@@ -233,10 +233,23 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
       empty = Product(*space) == 0;
     }
     if (empty) continue;
+    // A split loop's blocks line up along the split axis; its workspace
+    // holds a counter and the partial sums per point of the other axes.
+    uint64_t workspace = 0, counters = 0;
+    if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
+      grid[split] = block.loop_split;
+      const int64_t points = grid[0] * grid[1] * grid[2] / block.loop_split;
+      absl::StatusOr<uint64_t> ws = Workspace(workspace_, points * kernel.source.workspace_bytes_per_point);
+      if (!ws.ok()) return ws.status();
+      absl::StatusOr<uint64_t> count = Workspace(counters_, points * 4);
+      if (!count.ok()) return count.status();
+      workspace = *ws;
+      counters = *count;
+    }
     config.grid.x = static_cast<unsigned>(std::min<int64_t>(grid[0], 0x7fffffff));
     config.grid.y = static_cast<unsigned>(std::min<int64_t>(grid[1], 65535));
     config.grid.z = static_cast<unsigned>(std::min<int64_t>(grid[2], 65535));
-    // The kernel's one parameter: { char* t[]; long long s[]; int* err; }.
+    // The kernel's one parameter: { char* t[]; long long s[]; int* err; char* ws; unsigned* counters; }.
     std::vector<uint64_t> params;
     for (int t : kernel.source.slots) {
       params.push_back(DevicePointer(buffers[t], compiled.graph.tensors[t].dtype));
@@ -247,11 +260,33 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     }
     if (kernel.source.symbols.empty()) params.push_back(0);
     params.push_back(error_word);
+    params.push_back(workspace);
+    params.push_back(counters);
     void* args[] = {params.data()};
     if (absl::Status s = context_.Launch(*kernel.function, config, args); !s.ok()) return s;
     ++launches;
   }
   return launches;
+}
+
+absl::StatusOr<uint64_t> CudaExecutor::Workspace(std::shared_ptr<Storage>& buffer, int64_t bytes) {
+  absl::MutexLock lock(&workspace_mu_);
+  if (buffer == nullptr || buffer->bytes() < static_cast<size_t>(bytes)) {
+    // Kernels queued earlier may still use the old buffer. The new one
+    // starts zero: counters must (kernels leave them zero), and partial
+    // sums do not care.
+    if (absl::Status s = context_.Synchronize(); !s.ok()) return s;
+    const size_t size = std::max<size_t>(static_cast<size_t>(bytes), buffer ? 2 * buffer->bytes() : 1 << 16);
+    buffer.reset();
+    absl::StatusOr<std::shared_ptr<Storage>> storage = context_.Allocate(size);
+    if (!storage.ok()) return storage.status();
+    if (absl::Status s = context_.Memset(reinterpret_cast<jit::CUdeviceptr>((*storage)->data()), 0, size);
+        !s.ok()) {
+      return s;
+    }
+    buffer = *std::move(storage);
+  }
+  return reinterpret_cast<uint64_t>(buffer->data());
 }
 
 void CudaExecutor::Precompile(const std::vector<const ugraph::KernelGraph*>& graphs) {

@@ -91,7 +91,14 @@ class CudaExecutor : public Executor {
   jit::CudaContext& context_;
   std::unique_ptr<jit::KernelCache> kernel_cache_;
   jit::ModuleCache modules_;
+  // `buffer` (workspace_ or counters_), at least `bytes` long: grown, and
+  // zeroed, when it is not.
+  absl::StatusOr<uint64_t> Workspace(std::shared_ptr<Storage>& buffer, int64_t bytes);
+
   std::shared_ptr<Storage> error_word_;  // kernels report errors here
+  // Split loops' partial sums, and their counters (see KernelSource).
+  absl::Mutex workspace_mu_;
+  std::shared_ptr<Storage> workspace_, counters_;
   bool poison_buffers_ = false;
   bool profile_ = false;
   RegionSearch region_search_;

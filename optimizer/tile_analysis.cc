@@ -158,4 +158,19 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
   return tiles;
 }
 
+int64_t AccumulatorFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles) {
+  int64_t floats = 0;
+  for (size_t i = 0; i < block.tile_ops.size(); ++i) {
+    if (block.tile_ops[i].kind == TileOp::Kind::kAccumulate) floats += (tiles[i].elements() + 3) / 4 * 4;
+  }
+  return floats;
+}
+
+int64_t SplitWorkspaceBytesPerPoint(const BlockGraph& block) {
+  if (block.kind != BlockKind::kTiled || block.loop_split <= 1) return 0;
+  absl::StatusOr<std::vector<TileInfo>> tiles = AnalyzeTiles(block);
+  if (!tiles.ok()) return 0;
+  return 4 * block.loop_split * AccumulatorFloats(block, *tiles);
+}
+
 }  // namespace kiln::ugraph

@@ -46,6 +46,14 @@ struct TileInfo {
 // the first op whose operands do not fit (shapes, sources, loop placement).
 absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block);
 
+// Floats of for-loop accumulators (kAccumulate tiles, each rounded up to
+// 4) a block holds: what one block of a split loop hands to the others.
+int64_t AccumulatorFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles);
+// Device workspace a split kernel needs per grid point (a point of the
+// other grid axes), in bytes: the partial accumulators of its loop_split
+// blocks. 0 when the loop is not split.
+int64_t SplitWorkspaceBytesPerPoint(const BlockGraph& block);
+
 // Whether two axes may meet in an elementwise op (equal, or one is kOne).
 bool AxesBroadcast(const TileAxis& a, const TileAxis& b);
 

@@ -86,6 +86,14 @@ void AppendThreadGraph(std::string* out, const ThreadGraph& g, absl::string_view
 
 }  // namespace
 
+int SplitGridAxis(const BlockGraph& b) {
+  if (b.loop_split <= 1) return -1;
+  for (int g = 0; g < 3; ++g) {
+    if (b.grid[g].extent.rank() == 0) return g;
+  }
+  return -1;
+}
+
 std::string BlockKindName(BlockKind kind) {
   switch (kind) {
     case BlockKind::kPointwise: return "pointwise";
@@ -175,6 +183,7 @@ std::string ToText(const KernelGraph& graph) {
     absl::StrAppend(&out, "  kernel ", k, ": ", BlockKindName(b.kind), " grid=(",
                     LaunchText(b.grid[0]), ", ", LaunchText(b.grid[1]), ", ", LaunchText(b.grid[2]),
                     ") threads=", b.threads, " forloop=", LaunchText(b.forloop),
+                    b.loop_split > 1 ? absl::StrCat(" split ", b.loop_split, " ways") : "",
                     " space=", b.iteration_shape.ToString(), "\n");
     if (b.kind == BlockKind::kRowReduce) {
       absl::StrAppend(&out, "    reduced axes: [", absl::StrJoin(b.reduced_axes, ","), "]\n");

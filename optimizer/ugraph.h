@@ -231,7 +231,19 @@ struct BlockGraph {
   std::vector<int> reduced_axes;  // kRowReduce: axes of iteration_shape the row covers
   std::vector<OutputSaver> outputs;
   std::vector<TileOp> tile_ops;  // kTiled (outputs[i].value indexes these)
+  // kTiled: the for-loop's steps are shared by this many blocks along the
+  // split grid axis (SplitGridAxis: the first with no extent), split-K
+  // style. Each block sums its share of the steps, writes its accumulators
+  // to a device workspace, and the last of them to finish adds the partial
+  // sums in split order and runs what follows the loop. 1: no split.
+  int64_t loop_split = 1;
 };
+
+inline constexpr int64_t kMaxLoopSplit = 64;
+
+// The grid axis a split for-loop's blocks spread along (the first with no
+// extent), or -1 when the loop is not split or no axis is free.
+int SplitGridAxis(const BlockGraph& b);
 
 // ---------------------------------------------------------------- graph
 

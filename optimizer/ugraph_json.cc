@@ -256,7 +256,8 @@ json BlockJson(const BlockGraph& b) {
                      std::string(DTypeName(b.tiles.dtype))}},
           {"iteration_shape", ShapeJson(b.iteration_shape)},
           {"reduced_axes", b.reduced_axes},
-          {"outputs", outputs}};
+          {"outputs", outputs},
+          {"loop_split", b.loop_split}};
 }
 
 BlockGraph BlockFrom(const json& j) {
@@ -278,6 +279,7 @@ BlockGraph BlockFrom(const json& j) {
   for (int g = 0; g < 3; ++g) b.grid[g] = LaunchFrom(j.at("grid").at(g));
   b.threads = AsInt(j.at("threads"));
   b.forloop = LaunchFrom(j.at("forloop"));
+  if (j.contains("loop_split")) b.loop_split = AsInt(j.at("loop_split"));
   for (const json& in : j.at("inputs")) {
     InputIterator it;
     it.view = ViewFrom(in.at("view"));

@@ -184,6 +184,14 @@ absl::Status CheckTiled(const KernelGraph& graph, const BlockGraph& b) {
     }
     if (o.shift_axis >= 0 || o.per_row) return absl::InvalidArgumentError("tiled outputs are plain");
   }
+  if (b.loop_split < 1 || b.loop_split > kMaxLoopSplit) {
+    return absl::InvalidArgumentError(absl::StrCat("loop_split=", b.loop_split, " is outside [1, ", kMaxLoopSplit, "]"));
+  }
+  if (b.loop_split > 1) {
+    if (b.forloop.extent.rank() != 1) return absl::InvalidArgumentError("loop_split without a for-loop");
+    if (SplitGridAxis(b) < 0) return absl::InvalidArgumentError("loop_split needs a grid axis with no extent");
+    if (AccumulatorFloats(b, *tiles) == 0) return absl::InvalidArgumentError("loop_split without an accumulator");
+  }
   return absl::OkStatus();
 }
 

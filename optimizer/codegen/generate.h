@@ -18,12 +18,25 @@ inline constexpr char kKernelName[] = "kiln_kernel";
 
 struct KernelSource {
   std::string source;
-  // The kernel takes one struct: { char* t[]; long long s[]; int* err; }.
+  // The kernel takes one struct: { char* t[]; long long s[]; int* err;
+  // char* ws; unsigned* counters; }: ws and counters serve split loops (see
+  // workspace_bytes_per_point).
   std::vector<int> slots;                  // the DTensor behind t[i]
   std::vector<const SymbolInfo*> symbols;  // the symbol behind s[i]
   int threads = 0;
+  // Blocks per SM its launch bounds ask registers to allow (1: none asked).
+  int64_t min_blocks = 1;
+  // Bytes a block has requested from memory at once in a loop step (its
+  // staged loads; one load per thread for the others). 0: not known.
+  int64_t inflight_bytes = 0;
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
+  // A split for-loop's workspace (ws): this many bytes per grid point (a
+  // point of the launch grid less the split axis), and a counter per grid
+  // point (counters), zero before the launch and left zero after it.
+  // Counters are a buffer of their own: another kernel's partial sums in
+  // the workspace must never look like a count. 0: none.
+  int64_t workspace_bytes_per_point = 0;
   // Whether the kernel can report an error (index out of range, integer
   // division by zero) through err.
   bool reports_errors = false;

@@ -64,6 +64,7 @@ absl::Status TiledGenerator::Plan() {
     if (b_.tile_ops[i].kind != TileOp::Kind::kInput) continue;
     PlanInput(static_cast<int>(i), tiles_[i].in_loop ? &loop_registers : &other_registers);
   }
+  registers_ = 40 + (48 - loop_registers);
   // A matmul whose only use is an accumulator adds its product to the
   // accumulator directly: no product tile, no extra pass.
   fused_into_.assign(n, -1);
@@ -77,11 +78,15 @@ absl::Status TiledGenerator::Plan() {
       fused_[i] = true;
     }
   }
-  // A buffer per tile but constants (literals) and products summed straight
-  // into their accumulator, each 16-byte aligned for vector reads.
+  matmuls_.resize(n);
+  PlanDirect(uses);
+  // A buffer per tile but constants (literals), products summed straight
+  // into their accumulator and tiles direct matmuls read from registers,
+  // each 16-byte aligned for vector reads.
   offsets_.assign(n, -1);
   for (size_t i = 0; i < n; ++i) {
-    if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0) continue;
+    const bool direct = b_.tile_ops[i].kind == TileOp::Kind::kInput && inputs_[i].direct;
+    if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || direct) continue;
     offsets_[i] = buffers_;
     buffers_ += (tiles_[i].elements() + 3) / 4 * 4;
   }
@@ -90,9 +95,8 @@ absl::Status TiledGenerator::Plan() {
     return absl::UnimplementedError(absl::StrCat("codegen: the tiles need ", 4 * buffers_,
                                                  " bytes of shared memory; a block has ", limit));
   }
-  matmuls_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul) PlanMatmul(static_cast<int>(i));
+    if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul && !matmuls_[i].direct) PlanMatmul(static_cast<int>(i));
   }
   return absl::OkStatus();
 }
@@ -243,6 +247,7 @@ void TiledGenerator::PlanMatmul(int i) {
 }
 
 void TiledGenerator::EmitMatmul(int i) {
+  if (matmuls_[i].direct) return EmitDirectMatmul(i);
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];
@@ -442,6 +447,7 @@ absl::Status TiledGenerator::Generate() {
   if (absl::Status s = Plan(); !s.ok()) return s;
   const size_t n = b_.tile_ops.size();
   e_.Line("extern __shared__ __align__(16) float smem[];");
+  if (ugraph::SplitGridAxis(b_) >= 0) e_.Line("__shared__ bool split_last;");
   for (size_t i = 0; i < n; ++i) {
     if (offsets_[i] >= 0) e_.Linef("float* const ", Buffer(i), " = smem + ", offsets_[i], ";");
   }
@@ -487,9 +493,24 @@ absl::Status TiledGenerator::Generate() {
     e_.Close();
     Wrote(static_cast<int>(i), true);
   }
+  const int split_axis = ugraph::SplitGridAxis(b_);
   if (loop) {
+    // This block's steps: all of them, or its share of a split loop.
+    e_.Linef("const i64 steps = ", count(b_.forloop), ";");
+    if (split_axis >= 0) {
+      e_.Linef("const i64 share = (steps + ", b_.loop_split - 1, ") / ", b_.loop_split, ";");
+      e_.Linef("const i64 step_begin = min(steps, (i64)", kBlockIdx[split_axis], " * share);");
+      e_.Line("const i64 step_end = min(steps, step_begin + share);");
+    } else {
+      e_.Line("const i64 step_begin = 0, step_end = steps;");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !matmuls_[i].direct) continue;
+      e_.Linef("float d", i, "[", matmuls_[i].rows, "][", inputs_[b_.tile_ops[i].args[1]].width,
+               "] = {};  // x", i, "'s sums in registers");
+    }
     EmitPrefetch(/*first=*/true);
-    e_.Open(absl::StrCat("for (i64 step = 0; step < ", count(b_.forloop), "; ++step)"));
+    e_.Open("for (i64 step = step_begin; step < step_end; ++step)");
     if (loop_axes) {
       const int64_t tile = b_.forloop.tile;
       const std::string extent = e_.DimExpr(b_.forloop.extent[0]);
@@ -503,12 +524,63 @@ absl::Status TiledGenerator::Generate() {
     Sync();  // the next step overwrites the step tiles
     e_.Close();
     dirty_ = before;
+    EmitDirectFlush();
+  }
+  if (split_axis >= 0) {
+    // Linear index of this grid point over the other axes.
+    std::string point = "0";
+    for (int g = 2; g >= 0; --g) {
+      if (b_.grid[g].extent.rank() == 0) continue;
+      point = absl::StrCat("(", point, ") * (", count(b_.grid[g]), ") + bg", g);
+    }
+    EmitSplitCombine(point, kBlockIdx[split_axis]);
   }
   EmitPhase(Phase::kAfter);
   EmitStores();
+  if (split_axis >= 0) e_.Close();  // the last block's part
   if (opened > 0) Sync();  // the next grid point overwrites every tile
   for (int g = 0; g < std::max(opened, 1); ++g) e_.Close();
   return absl::OkStatus();
+}
+
+void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
+  const int64_t floats = ugraph::AccumulatorFloats(b_, tiles_);
+  e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
+           " blocks of this grid point adds them in split order and goes on");
+  e_.Linef("const i64 point = ", point, ";");
+  e_.Line("unsigned* const counters = p.counters;");
+  e_.Linef("float* const partials = reinterpret_cast<float*>(p.ws) + point * ", b_.loop_split * floats, ";");
+  const auto accumulators = [&](const std::function<void(int, int64_t)>& f) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+      if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate) continue;
+      f(static_cast<int>(i), offset);
+      offset += (tiles_[i].elements() + 3) / 4 * 4;
+    }
+  };
+  accumulators([&](int i, int64_t offset) {
+    Read(i, true);
+    OpenLinear(tiles_[i].elements());
+    e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = ", Buffer(i), "[l];");
+    e_.Close();
+  });
+  e_.Line("__threadfence();");
+  Sync();
+  e_.Linef("if (threadIdx.x == 0) split_last = atomicAdd(counters + point, 1u) == ", b_.loop_split - 1, "u;");
+  Sync();
+  e_.Open("if (split_last)");
+  e_.Line("__threadfence();");
+  accumulators([&](int i, int64_t offset) {
+    OpenLinear(tiles_[i].elements());
+    e_.Line("float sum = 0.0f;");
+    e_.Linef("for (int q = 0; q < ", b_.loop_split, "; ++q) sum += __ldcg(partials + q * ", floats, " + ", offset,
+             " + l);");
+    e_.Linef(Buffer(i), "[l] = sum;");
+    e_.Close();
+    Wrote(i, true);
+  });
+  // Every block of the point has counted: the counter is free for the next launch.
+  e_.Line("if (threadIdx.x == 0) counters[point] = 0u;");
 }
 
 }  // namespace tiled_internal
@@ -517,12 +589,23 @@ using tiled_internal::TiledGenerator;
 using ugraph::BlockGraph;
 using ugraph::TileInfo;
 
-absl::StatusOr<int64_t> GenerateTiled(Emitter& e, const BlockGraph& block) {
+absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   absl::StatusOr<std::vector<TileInfo>> tiles = ugraph::AnalyzeTiles(block);
   if (!tiles.ok()) return tiles.status();
   TiledGenerator generator(e, block, *std::move(tiles));
   if (absl::Status s = generator.Generate(); !s.ok()) return s;
-  return generator.shared_bytes();
+  TiledKernel out;
+  out.shared_bytes = generator.shared_bytes();
+  out.workspace_bytes_per_point = ugraph::SplitWorkspaceBytesPerPoint(block);
+  out.inflight_bytes = generator.inflight_bytes();
+  // As many as shared memory and the registers the kernel needs (an
+  // estimate: a cap below that would spill) allow, up to 1024 threads.
+  constexpr int64_t kSharedPerSm = 228 * 1024, kReservedPerBlock = 1024, kRegistersPerSm = 65536;
+  const int64_t registers = (generator.registers() + 7) / 8 * 8;
+  out.min_blocks = std::max<int64_t>(
+      1, std::min<int64_t>({1024 / block.threads, kSharedPerSm / (out.shared_bytes + kReservedPerBlock),
+                   kRegistersPerSm / (block.threads * registers)}));
+  return out;
 }
 
 }  // namespace kiln::codegen

@@ -11,10 +11,22 @@
 
 namespace kiln::codegen {
 
-// Emits the kernel body; returns the dynamic shared memory it needs, in
-// bytes: SharedMemoryBytes (a buffer per tile) plus scratch for partial
-// sums where threads split a matmul's contraction.
-absl::StatusOr<int64_t> GenerateTiled(Emitter& e, const ugraph::BlockGraph& block);
+struct TiledKernel {
+  // Dynamic shared memory: SharedMemoryBytes (a buffer per tile) plus
+  // scratch for partial sums where threads split a matmul's contraction.
+  int64_t shared_bytes = 0;
+  // A split loop's workspace per grid point (SplitWorkspaceBytesPerPoint).
+  int64_t workspace_bytes_per_point = 0;
+  // Blocks per SM the kernel's registers must leave room for: searched
+  // kernels mostly stream memory, and want 1024 threads resident where
+  // shared memory allows.
+  int64_t min_blocks = 1;
+  // Bytes a block has requested at once in a loop step (KernelSource).
+  int64_t inflight_bytes = 0;
+};
+
+// Emits the kernel body.
+absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const ugraph::BlockGraph& block);
 
 }  // namespace kiln::codegen
 

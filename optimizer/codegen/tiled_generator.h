@@ -4,6 +4,7 @@
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -64,6 +65,12 @@ class TiledGenerator {
   absl::Status Generate();
   // Dynamic shared memory the kernel takes, in bytes.
   int64_t shared_bytes() const { return 4 * (buffers_ + scratch_); }
+  // Registers a thread needs, roughly: a base, the loop's staged loads, and
+  // the direct matmuls' sums and the copies of their vectors.
+  int64_t registers() const { return registers_; }
+  // Bytes a block has requested at once in a loop step: the staged loop
+  // tiles whole, one load per thread of the others.
+  int64_t inflight_bytes() const;
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
@@ -95,6 +102,10 @@ class TiledGenerator {
   void EmitReduce(int i);
   void EmitAccumulate(int i);
   void EmitStores();
+  // A split loop's hand-over after the loop: partial accumulators out, a
+  // counter per grid point, and the last block's sum (it then opens a
+  // block that the caller closes after the stores).
+  void EmitSplitCombine(const std::string& point, const std::string& split);
 
   // Synchronization: a buffer written since the last __syncthreads is
   // "dirty"; reading it is safe without a barrier only for the thread that
@@ -139,6 +150,8 @@ class TiledGenerator {
     std::vector<int> order;
     int64_t tasks = 0, per_thread = 0;
     bool staged = false;
+    // Consumed from registers by a direct matmul: no tile in shared memory.
+    bool direct = false;
   };
 
   Emitter& e_;
@@ -158,7 +171,22 @@ class TiledGenerator {
     int64_t rows = 0, cols = 0, depth = 0, batches = 1;  // tile sizes
     int64_t per = 1, groups = 1, tasks = 0, split = 1;
     int64_t scratch = 0;  // offset of its partial sums in `scratch`
+    // Direct (see PlanDirect): B's vectors times A's column, summed in
+    // registers over the whole loop, `vectors` B vectors per tile row.
+    bool direct = false;
+    int64_t vectors = 0;
   };
+  // A matmul summed into an accumulator whose B is a loop tile that only
+  // it reads, loaded as 16-byte vectors along N, with few rows of A: each
+  // thread multiplies the B vectors it loaded by A's column and keeps the
+  // sums in registers for the whole loop (B never reaches shared memory and
+  // the step needs no barrier for it); after the loop the threads' sums are
+  // added, in a fixed order, into the accumulator (EmitDirectFlush).
+  void PlanDirect(const std::vector<int>& uses);
+  void EmitDirectMatmul(int i);
+  void EmitDirectFlush();
+  int64_t direct_scratch_ = -1;
+  int64_t registers_ = 40;  // offset of the flush's partial sums in `scratch`
   void PlanMatmul(int i);
   std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
   std::vector<int64_t> offsets_;     // of each tile's buffer in floats, or -1

@@ -116,6 +116,15 @@ void TiledGenerator::EmitConvert(int i, const std::string& task, const std::stri
 
 void TiledGenerator::EmitStaged(int i, bool issue) {
   const InputPlan& plan = inputs_[i];
+  if (!issue && plan.direct) {
+    // A direct matmul reads this step's vectors; the next step's loads
+    // go to raw.
+    e_.Linef("// x", i, ": this step's vectors, for the direct matmul");
+    e_.Linef("uint4 cur", i, "[", plan.per_thread, "];");
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int it = 0; it < ", plan.per_thread, "; ++it) cur", i, "[it] = ", Raw(i), "[it];");
+    return;
+  }
   if (issue) {
     e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
              plan.width, " ", DTypeName(plan.dtype), " per thread");
@@ -160,16 +169,20 @@ void TiledGenerator::EmitPrefetch(bool first) {
   if (!any) return;
   const int64_t tile = b_.forloop.tile;
   const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
-  loop_start_ = first ? "0LL" : "k1";
+  loop_start_ = "k1";
   loop_length_ = first ? "kn0" : "kn1";
+  // Past this block's last step every element is out of range: no loads.
   if (first) {
+    loop_start_ = "kf";
     e_.Line("// the first step's loop tiles");
-    e_.Linef("const i64 kn0 = ", extent, " < ", tile, " ? ", extent, " : ", tile, ";");
+    e_.Linef("const i64 kf = step_begin * ", tile, ";");
+    e_.Linef("const i64 kn0 = step_begin >= step_end ? 0LL : ", extent, " - kf < ", tile, " ? ", extent,
+             " - kf : ", tile, ";");
   } else {
-    // The last step prefetches past the end: every element is out of range.
     e_.Line("// the next step's loop tiles, loaded while this step computes");
     e_.Linef("const i64 k1 = k0 + ", tile, ";");
-    e_.Linef("const i64 kn1 = ", extent, " - k1 < ", tile, " ? ", extent, " - k1 : ", tile, ";");
+    e_.Linef("const i64 kn1 = step + 1 >= step_end ? 0LL : ", extent, " - k1 < ", tile, " ? ", extent, " - k1 : ",
+             tile, ";");
   }
   for (size_t i = 0; i < n; ++i) {
     if (phase_[i] != Phase::kLoop || !inputs_[i].staged) continue;
@@ -180,5 +193,16 @@ void TiledGenerator::EmitPrefetch(bool first) {
   loop_length_ = "kn";
 }
 
+
+int64_t TiledGenerator::inflight_bytes() const {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (b_.tile_ops[i].kind != TileOp::Kind::kInput || phase_[i] != Phase::kLoop) continue;
+    const InputPlan& plan = inputs_[i];
+    const int64_t load = plan.width * static_cast<int64_t>(DTypeSize(plan.dtype));
+    bytes += load * (plan.staged ? plan.tasks : std::min<int64_t>(plan.tasks, b_.threads));
+  }
+  return bytes;
+}
 
 }  // namespace kiln::codegen::tiled_internal

@@ -14,6 +14,7 @@ std::string Schedule::ToString(const Region& region) const {
       case Map::kLoop: absl::StrAppend(&out, "loop/", tile[c]); break;
     }
   }
+  if (loop_split > 1) absl::StrAppend(&out, " split/", loop_split);
   return out;
 }
 
@@ -48,6 +49,7 @@ absl::StatusOr<ugraph::KernelGraph> Instantiate(const Region& region, const Cand
   ugraph::BlockGraph& b = kernel.block;
   b.kind = ugraph::BlockKind::kTiled;
   b.threads = s.threads;
+  b.loop_split = s.loop_split;
   for (size_t c = 0; c < s.map.size(); ++c) {
     if (s.map[c] == Schedule::Map::kGrid) b.grid[s.grid_axis[c]] = {Shape({sizes[c]}), s.tile[c]};
     if (s.map[c] == Schedule::Map::kLoop) b.forloop = {Shape({sizes[c]}), s.tile[c]};

@@ -22,6 +22,8 @@ struct Schedule {
   std::vector<int> grid_axis;   // by class, for kGrid
   std::vector<int64_t> tile;    // by class, for kGrid and kLoop
   int threads = 256;
+  // Blocks that share the loop's steps (BlockGraph::loop_split).
+  int64_t loop_split = 1;
   std::string ToString(const Region& region) const;
 };
 

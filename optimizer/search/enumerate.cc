@@ -451,7 +451,7 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
     std::vector<int64_t> choices;
     if (mapping.map[c] == Schedule::Map::kLoop) choices = {32, 64, 128, 256};
     if (mapping.map[c] == Schedule::Map::kGrid) {
-      choices = mapping.grid_axis[c] == 0 ? std::vector<int64_t>{16, 32, 64, 128} : std::vector<int64_t>{16, 64};
+      choices = mapping.grid_axis[c] == 0 ? std::vector<int64_t>{16, 32, 64, 128} : std::vector<int64_t>{4, 16, 64};
     }
     if (choices.empty()) continue;
     std::vector<Schedule> next;
@@ -467,7 +467,27 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
     }
     out = std::move(next);
   }
-  return out;
+  // The loop's steps shared by several blocks (on a grid axis left free),
+  // each block keeping at least two steps.
+  int loop = -1;
+  std::set<int> axes;
+  for (size_t c = 0; c < mapping.map.size(); ++c) {
+    if (mapping.map[c] == Schedule::Map::kLoop) loop = static_cast<int>(c);
+    if (mapping.map[c] == Schedule::Map::kGrid) axes.insert(mapping.grid_axis[c]);
+  }
+  const Dim& extent = loop >= 0 ? region.class_size[loop] : Dim(1);
+  if (loop < 0 || axes.size() == 3 || !extent.is_concrete()) return out;
+  std::vector<Schedule> split;
+  for (const Schedule& s : out) {
+    const int64_t steps = (extent.value() + s.tile[loop] - 1) / s.tile[loop];
+    for (int64_t ways : {1, 2, 4, 8, 16}) {
+      if (ways > 1 && steps < 2 * ways) break;
+      Schedule v = s;
+      v.loop_split = ways;
+      split.push_back(v);
+    }
+  }
+  return split;
 }
 
 EnumerateStats EnumeratePrograms(const Region& region, const Schedule& mapping, ExprPool& pool,

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "jit/cache_file.h"
 #include "nlohmann/json.hpp"
+#include "optimizer/codegen/generate.h"
 #include "optimizer/search/abstract_check.h"
 #include "optimizer/search/enumerate.h"
 #include "optimizer/search/verify.h"
@@ -87,28 +88,51 @@ std::string CachePath(const Region& region, const SearchOptions& options) {
   return absl::StrCat(options.cache_dir, "/search/", h.Finish().ToHex(), ".json");
 }
 
+namespace {
+
+// Bandwidth a streaming kernel reaches with `inflight` bytes requested at
+// once over the GPU (Little's law), with a latency that grows as the
+// memory system fills: about 0.7 us idle, 1.7 us at full bandwidth
+// (what the tiled kernels showed on an H100).
+double ReachedBandwidth(double inflight, double peak) {
+  constexpr double kIdleLatency = 0.7e-6, kLoadedLatency = 1.0e-6;
+  double reached = peak;
+  for (int i = 0; i < 8; ++i) {
+    reached = std::min(peak, inflight / (kIdleLatency + kLoadedLatency * reached / peak));
+  }
+  return reached;
+}
+
+}  // namespace
+
 double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
   constexpr double kBandwidth = 3.0e12, kFlops = 50e12, kSms = 132, kLaunchUs = 3;
   double total = 0;
-  for (const ugraph::Kernel& k : graph.kernels) {
-    const ugraph::BlockGraph& b = k.block;
+  for (size_t k = 0; k < graph.kernels.size(); ++k) {
+    const ugraph::BlockGraph& b = graph.kernels[k].block;
     auto count = [](const ugraph::LaunchDim& d) -> double {
       if (d.extent.rank() == 0) return 1;
       return static_cast<double>((NominalSize(d.extent[0]) + d.tile - 1) / d.tile);
     };
-    const double blocks = count(b.grid[0]) * count(b.grid[1]) * count(b.grid[2]);
-    const double steps = count(b.forloop);
+    const double split = static_cast<double>(b.loop_split);
+    const double blocks = count(b.grid[0]) * count(b.grid[1]) * count(b.grid[2]) * split;
+    const double steps = std::max(1.0, std::ceil(count(b.forloop) / split));
     auto tiles = ugraph::AnalyzeTiles(b);
     if (!tiles.ok()) return 1e30;
-    double unique_bytes = 0, block_bytes = 0, flops = 0;
-    for (int in : k.inputs) {
-      double n = static_cast<double>(DTypeSize(graph.tensors[in].dtype));
-      for (const Dim& d : graph.tensors[in].shape) n *= static_cast<double>(NominalSize(d));
+    // Blocks an SM holds at once: what the generated kernel's registers and
+    // shared memory allow (its launch bounds).
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, static_cast<int>(k));
+    if (!source.ok()) return 1e30;
+    const double resident = static_cast<double>(std::max<int64_t>(1, source->min_blocks));
+    double unique_bytes = 0, step_bytes = 0, other_bytes = 0, flops = 0;
+    for (int t : graph.kernels[k].inputs) {
+      double n = static_cast<double>(DTypeSize(graph.tensors[t].dtype));
+      for (const Dim& d : graph.tensors[t].shape) n *= static_cast<double>(NominalSize(d));
       unique_bytes += n;
     }
-    for (int out : k.outputs) {
-      double n = static_cast<double>(DTypeSize(graph.tensors[out].dtype));
-      for (const Dim& d : graph.tensors[out].shape) n *= static_cast<double>(NominalSize(d));
+    for (int t : graph.kernels[k].outputs) {
+      double n = static_cast<double>(DTypeSize(graph.tensors[t].dtype));
+      for (const Dim& d : graph.tensors[t].shape) n *= static_cast<double>(NominalSize(d));
       unique_bytes += n;
     }
     for (size_t i = 0; i < b.tile_ops.size(); ++i) {
@@ -117,7 +141,8 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
       const ugraph::TileOp& op = b.tile_ops[i];
       if (op.kind == ugraph::TileOp::Kind::kInput) {
         const auto& view = b.inputs[op.input].view;
-        block_bytes += static_cast<double>(t.elements()) * DTypeSize(graph.tensors[view.tensor].dtype) * reps;
+        const double bytes = static_cast<double>(t.elements()) * DTypeSize(graph.tensors[view.tensor].dtype);
+        (t.in_loop ? step_bytes : other_bytes) += bytes;
       } else if (op.kind == ugraph::TileOp::Kind::kMatmul) {
         flops += 2.0 * static_cast<double>(t.elements()) *
                  static_cast<double>((*tiles)[op.args[0]].axes.back().size) * reps;
@@ -125,17 +150,29 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
         flops += static_cast<double>(t.elements()) * reps;
       }
     }
-    // Bytes every block reads beyond the unique ones mostly hit L2 (a tenth
-    // of the cost); too few blocks leave SMs idle.
-    const double bytes = unique_bytes + 0.1 * std::max(0.0, blocks * block_bytes - unique_bytes);
-    const double fill = std::min(1.0, blocks / kSms);
-    // Each loop step ends in barriers and waits for its loads: about half a
-    // microsecond per step and wave of resident blocks.
-    const double smem = static_cast<double>(std::max<int64_t>(1, ugraph::SharedMemoryBytes(b)));
-    const double resident = std::max(1.0, std::min({16.0, std::floor(228.0 * 1024 / smem),
-                                                    std::floor(2048.0 / std::max(32, b.threads))}));
-    const double waves = std::ceil(blocks / (kSms * resident));
-    total += kLaunchUs + std::max(bytes / kBandwidth, blocks * flops / kFlops) * 1e6 / fill + 0.5 * steps * waves;
+    // Bytes every block reads beyond the unique ones mostly hit L2 (a
+    // tenth of the cost). A split loop's blocks write their partial
+    // accumulators and the last one reads them back (L2), after a wait of
+    // about a microsecond.
+    const double block_bytes = step_bytes * steps + other_bytes;
+    double bytes = unique_bytes + 0.1 * std::max(0.0, blocks * block_bytes - unique_bytes);
+    double combine_us = 0;
+    if (b.loop_split > 1) {
+      bytes += 0.2 * static_cast<double>(ugraph::SplitWorkspaceBytesPerPoint(b)) * blocks / split;
+      combine_us = 1;
+    }
+    // A block has a loop step's staged tiles in flight (the next step's
+    // loads overlap this step's work); blocks beyond what the SMs hold wait for
+    // a later wave, and the last wave may run part-full.
+    const double concurrent = std::min(blocks, kSms * resident);
+    const double waves = std::ceil(blocks / concurrent);
+    const double inflight = source->inflight_bytes > 0 ? static_cast<double>(source->inflight_bytes)
+                                                       : std::max(step_bytes, other_bytes / steps);
+    const double bandwidth = ReachedBandwidth(concurrent * inflight, kBandwidth);
+    const double memory_us = bytes / bandwidth * 1e6 * (waves * concurrent / blocks);
+    const double compute_us = blocks * flops / kFlops * 1e6 / std::min(1.0, blocks / kSms);
+    // Each loop step ends in barriers: a little latency per step and wave.
+    total += kLaunchUs + std::max(memory_us, compute_us) + 0.1 * steps * waves + combine_us;
   }
   return total;
 }
@@ -188,9 +225,9 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   EnumerateLimits limits;
   limits.max_loop_ops = options.max_loop_ops;
   limits.max_post_ops = options.max_post_ops;
-  // Enumeration gets the budget less a second kept for verifying,
+  // Enumeration gets the budget less 0.6 s kept for verifying,
   // compiling and timing (at least half of it).
-  const double enumerate_s = std::max(options.budget_seconds * 0.5, options.budget_seconds - 1.0);
+  const double enumerate_s = std::max(options.budget_seconds * 0.5, options.budget_seconds - 0.6);
   limits.deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(enumerate_s));
   const std::vector<Schedule> mappings = Mappings(region);
   report.mappings = static_cast<int>(mappings.size());
@@ -253,6 +290,18 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.estimate_us < b.estimate_us; });
+  // Programs that differ only in op order mostly run alike: the best of
+  // each schedule goes first, so that the candidates checked and timed
+  // below differ in their schedules.
+  {
+    std::vector<Ranked> first, rest;
+    std::set<std::string> schedules;
+    for (Ranked& r : ranked) {
+      (schedules.insert(r.candidate.schedule.ToString(region)).second ? first : rest).push_back(std::move(r));
+    }
+    ranked = std::move(first);
+    for (Ranked& r : rest) ranked.push_back(std::move(r));
+  }
 
   // 3. The best few: verified again at their own tiles, checked in floating
   // point, timed on the GPU where there is one.

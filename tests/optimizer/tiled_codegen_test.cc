@@ -25,9 +25,10 @@ using ugraph::TensorRole;
 using ugraph::TileOp;
 
 // Tile sizes of a case: grid axis 0 walks N in tiles of `n`, grid axis 1
-// walks M in tiles of `m`, the loop walks K in steps of `k`.
+// walks M in tiles of `m`, the loop walks K in steps of `k`, shared by
+// `split` blocks along grid axis 2.
 struct Tiles {
-  int64_t m = 16, k = 64, n = 64;
+  int64_t m = 16, k = 64, n = 64, split = 1;
 };
 
 // Builds a graph of one kTiled kernel.
@@ -40,6 +41,7 @@ class TiledGraph {
     b.grid[0] = {Shape{n}, tiles.n};
     b.grid[1] = {Shape{m}, tiles.m};
     b.forloop = {Shape{k}, tiles.k};
+    b.loop_split = tiles.split;
   }
 
   int Tensor(DType dtype, Shape shape, TensorRole role) {
@@ -110,8 +112,8 @@ KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n, Tiles tiles = {}
 }
 
 // out = silu(X @ W1) * (X @ W2). Tensors: t0 X, t1 W1, t2 W2, t3 out.
-KernelGraph GatedMlp(DType dtype, Dim m, Dim k, Dim n) {
-  TiledGraph g(m, k, n);
+KernelGraph GatedMlp(DType dtype, Dim m, Dim k, Dim n, Tiles tiles = {}) {
+  TiledGraph g(m, k, n, tiles);
   const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
   const int w1 = g.Tensor(dtype, {k, n}, TensorRole::kInput);
   const int w2 = g.Tensor(dtype, {k, n}, TensorRole::kInput);
@@ -125,8 +127,8 @@ KernelGraph GatedMlp(DType dtype, Dim m, Dim k, Dim n) {
 
 // out = X @ W + (X @ A) @ B, A [K, r] read whole along r, B [r, N] read
 // whole along r after the loop. Tensors: t0 X, t1 W, t2 A, t3 B, t4 out.
-KernelGraph Lora(DType dtype, Dim m, int64_t k, Dim n, int64_t r) {
-  TiledGraph g(m, k, n);
+KernelGraph Lora(DType dtype, Dim m, int64_t k, Dim n, int64_t r, Tiles tiles = {}) {
+  TiledGraph g(m, k, n, tiles);
   const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
   const int w = g.Tensor(dtype, {k, n}, TensorRole::kInput);
   const int a = g.Tensor(dtype, {k, r}, TensorRole::kInput);
@@ -194,6 +196,39 @@ TEST(TiledCodegen, LoraCompiles) {
     SCOPED_TRACE(DTypeName(dtype));
     ExpectCompiles(Lora(dtype, 1, 4097, 127, 16));
   }
+}
+
+TEST(TiledCodegen, SplitLoopsCompile) {
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectCompiles(RmsNormLinear(dtype, 17, 4097, 127, {.split = 4}));
+    ExpectCompiles(GatedMlp(dtype, 3, 127, 127, {.k = 32, .split = 3}));
+    ExpectCompiles(Lora(dtype, 1, 4097, 127, 16, {.split = 8}));
+  }
+}
+
+TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
+  const KernelGraph graph = RmsNormLinear(DType::kF16, 1, 4096, 4096, {.m = 2, .k = 64, .n = 64, .split = 4});
+  absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+  ASSERT_TRUE(source.ok()) << source.status();
+  // Two accumulators (X @ W: 2 x 64, sum of squares: 2 x 1 rounded to
+  // 4 floats) per block, 4 blocks per grid point.
+  EXPECT_EQ(source->workspace_bytes_per_point, 4 * 4 * (2 * 64 + 4));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("atomicAdd(counters + point, 1u) == 3u"));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("blockIdx.z * share"));
+  EXPECT_EQ(ugraph::SplitGridAxis(graph.kernels[0].block), 2);
+  if (std::getenv("KILN_DUMP")) std::cout << codegen::AssembleSource(source->source);
+}
+
+TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
+  KernelGraph graph = GatedMlp(DType::kF16, 4, 128, 64, {.split = 0});
+  EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("loop_split=0"));
+  graph.kernels[0].block.loop_split = ugraph::kMaxLoopSplit + 1;
+  EXPECT_FALSE(ugraph::Validate(graph).ok());
+  // No grid axis left for the split.
+  graph.kernels[0].block.loop_split = 2;
+  graph.kernels[0].block.grid[2] = {Shape{1}, 1};
+  EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("no extent"));
 }
 
 TEST(TiledCodegen, SymbolicSizesBecomeKernelArguments) {
@@ -300,7 +335,8 @@ class GpuTiledCodegen : public ::testing::Test {
     jit::CudaFunction* function = nullptr;
     std::vector<std::shared_ptr<Storage>> buffers;
     std::vector<int64_t> counts;
-    std::vector<uint64_t> params;  // { char* t[]; long long s[]; int* err; }
+    std::vector<uint64_t> params;  // { char* t[]; long long s[]; int* err; char* ws; unsigned* counters; }
+    std::shared_ptr<Storage> workspace, counters;
     jit::LaunchConfig config;
   };
 
@@ -346,12 +382,30 @@ class GpuTiledCodegen : public ::testing::Test {
     p.params.push_back(0);  // no error word: these kernels report nothing
     p.config.block.x = static_cast<unsigned>(source.threads);
     p.config.dynamic_shared_bytes = static_cast<unsigned>(source.dynamic_shared_bytes);
+    const ugraph::BlockGraph& block = graph.kernels[0].block;
     unsigned* grid[3] = {&p.config.grid.x, &p.config.grid.y, &p.config.grid.z};
+    int64_t points = 1;
     for (int g = 0; g < 3; ++g) {
-      const ugraph::LaunchDim& d = graph.kernels[0].block.grid[g];
+      const ugraph::LaunchDim& d = block.grid[g];
       KILN_JIT_ASSIGN_OR_RETURN(Extents extent, d.extent.Evaluate(bindings));
       *grid[g] = static_cast<unsigned>((NumElements(extent) + d.tile - 1) / d.tile);
+      points *= *grid[g];
     }
+    // A split loop: its blocks along the split axis, counters (zero) and
+    // partial sums in the workspace.
+    uint64_t workspace = 0, counters = 0;
+    if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
+      *grid[split] = static_cast<unsigned>(block.loop_split);
+      KILN_JIT_ASSIGN_OR_RETURN(p.workspace, context_->Allocate(points * source.workspace_bytes_per_point));
+      KILN_JIT_ASSIGN_OR_RETURN(p.counters, context_->Allocate(points * 4));
+      workspace = jit::DevicePointer(*p.workspace);
+      counters = jit::DevicePointer(*p.counters);
+      // Partial sums that look like counts must not matter.
+      KILN_JIT_RETURN_IF_ERROR(context_->Memset(workspace, 0x01, points * source.workspace_bytes_per_point));
+      KILN_JIT_RETURN_IF_ERROR(context_->Memset(counters, 0, points * 4));
+    }
+    p.params.push_back(workspace);
+    p.params.push_back(counters);
     return p;
   }
 
@@ -360,11 +414,17 @@ class GpuTiledCodegen : public ::testing::Test {
     return context_->Launch(*p.function, p.config, args);
   }
 
-  // Runs the kernel once and returns tensor `output` as f32.
+  // Runs the kernel twice, the output poisoned again in between (a split
+  // loop must leave its counters ready for the next launch), and returns
+  // tensor `output` as f32.
   absl::StatusOr<std::vector<float>> Run(const KernelGraph& graph,
                                          const std::map<int, std::vector<float>>& inputs, int output,
                                          const Bindings& bindings = {}) {
     KILN_JIT_ASSIGN_OR_RETURN(Prepared p, Prepare(graph, inputs, bindings));
+    KILN_JIT_RETURN_IF_ERROR(Launch(p));
+    KILN_JIT_RETURN_IF_ERROR(context_->Memset(jit::DevicePointer(*p.buffers[output]), 0xff,
+                                              std::max<size_t>(1, p.counts[output] *
+                                                                      DTypeSize(graph.tensors[output].dtype))));
     KILN_JIT_RETURN_IF_ERROR(Launch(p));
     KILN_JIT_RETURN_IF_ERROR(context_->Synchronize());
     const DType dtype = graph.tensors[output].dtype;
@@ -388,6 +448,10 @@ class GpuTiledCodegen : public ::testing::Test {
     KILN_JIT_ASSIGN_OR_RETURN(float ms, jit::CudaEvent::ElapsedMilliseconds(start, end));
     return 1e3 * ms / runs;
   }
+
+  // Prints the kernel's time and bandwidth (weights counted `weights` times).
+  void ReportBandwidth(const std::string& name, const KernelGraph& graph, int64_t m, int64_t k, int64_t n,
+                       int64_t weights);
 
   std::unique_ptr<jit::CudaContext> context_;
   const jit::NvrtcApi* nvrtc_ = nullptr;
@@ -418,12 +482,19 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
   };
   // Tiles of the search's usual sizes, odd sizes (no 16-byte loads, A rows
   // not 16-byte aligned), and weights stored [N, K].
-  const Variant variants[] = {{{}, false}, {{.m = 5, .k = 30, .n = 24}, false}, {{}, true}};
+  // Split loops: 4 blocks per grid point, and 3 blocks of odd loop tiles
+  // (some of them with no step at the smallest K).
+  const Variant variants[] = {{{}, false},
+                              {{.m = 5, .k = 30, .n = 24}, false},
+                              {{}, true},
+                              {{.split = 4}, false},
+                              {{.m = 5, .k = 30, .n = 24, .split = 3}, true}};
   for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
     for (const Shape3& s : kShapes) {
       for (const Variant& v : variants) {
         SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n, " tiles ", v.tiles.m, "x",
-                                  v.tiles.k, "x", v.tiles.n, v.transposed ? " transposed" : ""));
+                                  v.tiles.k, "x", v.tiles.n, " split ", v.tiles.split,
+                                  v.transposed ? " transposed" : ""));
         const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 1);
         const std::vector<float> w = RandomValues(dtype, s.k * s.n, 1.0f / std::sqrt(float(s.k)), 2);
         absl::StatusOr<std::vector<float>> out =
@@ -451,13 +522,16 @@ TEST_F(GpuTiledCodegen, GatedMlpMatchesACpuLoop) {
       const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 3);
       const std::vector<float> w1 = RandomValues(dtype, s.k * s.n, 2 * scale, 4);
       const std::vector<float> w2 = RandomValues(dtype, s.k * s.n, scale, 5);
-      absl::StatusOr<std::vector<float>> out =
-          Run(GatedMlp(dtype, s.m, s.k, s.n), {{0, x}, {1, w1}, {2, w2}}, 3);
-      ASSERT_TRUE(out.ok()) << out.status();
       const std::vector<double> gate = MatmulRef(dtype, x, w1, s.m, s.k, s.n);
       std::vector<double> expected = MatmulRef(dtype, x, w2, s.m, s.k, s.n);
       for (size_t i = 0; i < expected.size(); ++i) expected[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
-      EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+      for (int64_t split : {1, 5}) {
+        SCOPED_TRACE(absl::StrCat("split ", split));
+        absl::StatusOr<std::vector<float>> out =
+            Run(GatedMlp(dtype, s.m, s.k, s.n, {.k = 32, .split = split}), {{0, x}, {1, w1}, {2, w2}}, 3);
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+      }
     }
   }
 }
@@ -492,9 +566,11 @@ TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
       const std::vector<float> w = RandomValues(dtype, s.k * s.n, scale, 10);
       const std::vector<float> a = RandomValues(dtype, s.k * kRank, scale, 11);
       const std::vector<float> b = RandomValues(dtype, kRank * s.n, 0.25f, 12);
-      absl::StatusOr<std::vector<float>> out =
-          Run(Lora(dtype, s.m, s.k, s.n, kRank), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
+      absl::StatusOr<std::vector<float>> out = Run(Lora(dtype, s.m, s.k, s.n, kRank), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
       ASSERT_TRUE(out.ok()) << out.status();
+      absl::StatusOr<std::vector<float>> split =
+          Run(Lora(dtype, s.m, s.k, s.n, kRank, {.split = 2}), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
+      ASSERT_TRUE(split.ok()) << split.status();
       // X @ A is an f32 sum the second matmul rounds to its dtype.
       const std::vector<double> xa = MatmulRef(DType::kF32, x, a, s.m, s.k, kRank);
       std::vector<float> xa_rounded(xa.size());
@@ -503,6 +579,7 @@ TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
       std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
       for (size_t i = 0; i < expected.size(); ++i) expected[i] += xab[i];
       EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+      EXPECT_TRUE(testing::AllClose(*split, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
     }
   }
 }
@@ -522,22 +599,47 @@ TEST_F(GpuTiledCodegen, ReportsBandwidthAtDecodeShapes) {
       {"gated mlp", GatedMlp(DType::kF16, 16, 2048, 8192), 16, 2048, 8192, 2},
       {"lora", Lora(DType::kF16, 1, 4096, 4096, 16), 1, 4096, 4096, 1},
   };
-  for (const Case& c : cases) {
-    std::map<int, std::vector<float>> inputs;
-    const ugraph::Kernel& kernel = c.graph.kernels[0];
-    for (int t : kernel.inputs) {
-      int64_t count = 1;
-      for (const Dim& d : c.graph.tensors[t].shape) count *= d.value();
-      inputs[t] = RandomValues(DType::kF16, count, 0.05f, static_cast<uint32_t>(t));
+  for (const Case& c : cases) ReportBandwidth(c.name, c.graph, c.m, c.k, c.n, c.weights);
+}
+
+// Not a pass/fail test either: tile and split choices at the shapes of
+// ../shared/bench/peers.py (the cost model's evidence).
+TEST_F(GpuTiledCodegen, ReportsSplitLoopsAtPeerShapes) {
+  for (int64_t n : {64, 128}) {
+    for (int64_t k : {64, 128, 256}) {
+      for (int64_t split : {1, 4, 8, 16}) {
+        const std::string name = absl::StrCat("tiles n", n, " k", k, " split ", split, ": ");
+        ReportBandwidth(name + "rmsnorm_linear_bs1",
+                        RmsNormLinear(DType::kF16, 2, 4096, 6144, {.m = 2, .k = k, .n = n, .split = split}), 2, 4096,
+                        6144, 1);
+        for (int64_t m : {4, 8}) {
+          ReportBandwidth(absl::StrCat(name, "m", m, " gated_mlp_bs8"),
+                          GatedMlp(DType::kF16, 8, 4096, 4096, {.m = m, .k = k, .n = n, .split = split}), 8, 4096,
+                          4096, 2);
+        }
+      }
     }
-    absl::StatusOr<Prepared> p = Prepare(c.graph, inputs, {});
-    ASSERT_TRUE(p.ok()) << p.status();
-    absl::StatusOr<double> us = Time(*p, 50);
-    ASSERT_TRUE(us.ok()) << us.status();
-    const double bytes = 2.0 * (c.weights * c.k * c.n + c.m * c.k + c.m * c.n);
-    std::cout << c.name << " M=" << c.m << " K=" << c.k << " N=" << c.n << ": " << *us << " us, "
-              << bytes / (*us * 1e3) << " GB/s\n";
   }
+}
+
+void GpuTiledCodegen::ReportBandwidth(const std::string& name, const KernelGraph& graph, int64_t m, int64_t k,
+                                      int64_t n, int64_t weights) {
+  std::map<int, std::vector<float>> inputs;
+  for (int t : graph.kernels[0].inputs) {
+    int64_t count = 1;
+    for (const Dim& d : graph.tensors[t].shape) count *= d.value();
+    inputs[t] = RandomValues(DType::kF16, count, 0.05f, static_cast<uint32_t>(t));
+  }
+  absl::StatusOr<Prepared> p = Prepare(graph, inputs, {});
+  if (!p.ok()) {
+    std::cout << name << ": " << p.status() << "\n";  // tiles too large for shared memory, say
+    return;
+  }
+  absl::StatusOr<double> us = Time(*p, 50);
+  ASSERT_TRUE(us.ok()) << us.status();
+  const double bytes = 2.0 * (weights * k * n + m * k + m * n);
+  std::cout << name << " M=" << m << " K=" << k << " N=" << n << ": " << *us << " us, " << bytes / (*us * 1e3)
+            << " GB/s\n";
 }
 
 }  // namespace
