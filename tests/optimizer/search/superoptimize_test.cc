@@ -5,6 +5,7 @@
 #include "optimizer/search/superoptimize.h"
 
 #include <fstream>
+#include <set>
 
 #include "gtest/gtest.h"
 #include "ops/ops.h"
@@ -12,6 +13,7 @@
 #include "optimizer/search/enumerate.h"
 #include "optimizer/search/verify.h"
 #include "optimizer/ugraph_json.h"
+#include "optimizer/ugraph_validate.h"
 #include "optimizer/search/fused_cases.h"
 #include "tests/test_util.h"
 
@@ -59,6 +61,31 @@ TEST(Superoptimize, RmsNormLinearMovesTheDivisionAfterTheMatmul) {
   }
   EXPECT_EQ(CountKind(b, TileOp::Kind::kAccumulate), 2) << "the product and the sum of squares";
   EXPECT_GT(b.forloop.tile, 1);
+}
+
+// Decode shapes leave few blocks: the schedule variants share the loop's
+// steps among blocks on the free grid axis, the uGraph keeps the split
+// through JSON (the search cache), and the split candidate verifies.
+TEST(Superoptimize, SplitLoopVariantsKeepTheirSplit) {
+  FusedCase c = RmsNormLinearCase(2, 4096, 6144);
+  SearchResult r = Search(c.region);
+  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  std::set<int64_t> splits;
+  for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
+    splits.insert(s.loop_split);
+    Candidate v = *r.candidate;
+    v.schedule = s;
+    ugraph::KernelGraph g = ValueOrFail(Instantiate(c.region, v, c.region.class_size));
+    EXPECT_EQ(g.kernels[0].block.loop_split, s.loop_split);
+    if (s.loop_split == 1) continue;
+    EXPECT_EQ(ugraph::SplitGridAxis(g.kernels[0].block), 2);
+    KILN_EXPECT_OK(ugraph::Validate(g));
+    EXPECT_EQ(ValueOrFail(ugraph::FromJson(ugraph::ToJson(g))).kernels[0].block.loop_split, s.loop_split);
+  }
+  EXPECT_EQ(splits, (std::set<int64_t>{1, 2, 4, 8, 16}));
+  Candidate split = *r.candidate;
+  split.schedule.loop_split = 4;
+  EXPECT_TRUE(ValueOrFail(VerifyOverFiniteFields(c.region, split, 3, 11)));
 }
 
 TEST(Superoptimize, GatedMlpIsOneKernel) {
