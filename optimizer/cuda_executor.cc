@@ -233,8 +233,9 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
       empty = Product(*space) == 0;
     }
     if (empty) continue;
-    // A split loop's blocks line up along the split axis; its workspace
-    // holds a counter and the partial sums per point of the other axes.
+    // A split loop's blocks line up along the split axis; per point of the
+    // other axes, the workspace holds their partial sums and the counters
+    // buffer a counter.
     uint64_t workspace = 0, counters = 0;
     if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
       grid[split] = block.loop_split;

@@ -161,7 +161,7 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
 int64_t AccumulatorFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles) {
   int64_t floats = 0;
   for (size_t i = 0; i < block.tile_ops.size(); ++i) {
-    if (block.tile_ops[i].kind == TileOp::Kind::kAccumulate) floats += (tiles[i].elements() + 3) / 4 * 4;
+    if (block.tile_ops[i].kind == TileOp::Kind::kAccumulate) floats += tiles[i].padded_floats();
   }
   return floats;
 }

@@ -40,14 +40,17 @@ struct TileInfo {
     for (const TileAxis& a : axes) n *= a.size;
     return n;
   }
+  // Floats of its f32 buffer: the elements rounded up to 4 (16 bytes), so
+  // that buffers laid end to end stay aligned for vector access.
+  int64_t padded_floats() const { return (elements() + 3) / 4 * 4; }
 };
 
 // The tile of every op of `block` (kind kTiled), or InvalidArgument naming
 // the first op whose operands do not fit (shapes, sources, loop placement).
 absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block);
 
-// Floats of for-loop accumulators (kAccumulate tiles, each rounded up to
-// 4) a block holds: what one block of a split loop hands to the others.
+// Floats of for-loop accumulators (kAccumulate tiles, padded_floats each) a
+// block holds: what one block of a split loop hands to the others.
 int64_t AccumulatorFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles);
 // Device workspace a split kernel needs per grid point (a point of the
 // other grid axes), in bytes: the partial accumulators of its loop_split

@@ -107,7 +107,7 @@ void WriteFile(const std::string& path, const std::string& bytes);
 // the object goes.
 class ScopedTempDir {
  public:
-  explicit ScopedTempDir(absl::string_view prefix);
+  explicit ScopedTempDir(absl::string_view prefix = "kiln_test");
   ~ScopedTempDir();
   ScopedTempDir(const ScopedTempDir&) = delete;
   ScopedTempDir& operator=(const ScopedTempDir&) = delete;

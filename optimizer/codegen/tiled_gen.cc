@@ -88,7 +88,7 @@ absl::Status TiledGenerator::Plan() {
     const bool direct = b_.tile_ops[i].kind == TileOp::Kind::kInput && inputs_[i].direct;
     if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || direct) continue;
     offsets_[i] = buffers_;
-    buffers_ += (tiles_[i].elements() + 3) / 4 * 4;
+    buffers_ += tiles_[i].padded_floats();
   }
   const int64_t limit = ugraph::DeviceLimits().max_shared_memory_per_block;
   if (4 * buffers_ > limit) {
@@ -447,7 +447,8 @@ absl::Status TiledGenerator::Generate() {
   if (absl::Status s = Plan(); !s.ok()) return s;
   const size_t n = b_.tile_ops.size();
   e_.Line("extern __shared__ __align__(16) float smem[];");
-  if (ugraph::SplitGridAxis(b_) >= 0) e_.Line("__shared__ bool split_last;");
+  const int split_axis = ugraph::SplitGridAxis(b_);
+  if (split_axis >= 0) e_.Line("__shared__ bool split_last;");
   for (size_t i = 0; i < n; ++i) {
     if (offsets_[i] >= 0) e_.Linef("float* const ", Buffer(i), " = smem + ", offsets_[i], ";");
   }
@@ -493,7 +494,6 @@ absl::Status TiledGenerator::Generate() {
     e_.Close();
     Wrote(static_cast<int>(i), true);
   }
-  const int split_axis = ugraph::SplitGridAxis(b_);
   if (loop) {
     // This block's steps: all of them, or its share of a split loop.
     e_.Linef("const i64 steps = ", count(b_.forloop), ";");
@@ -555,7 +555,7 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate) continue;
       f(static_cast<int>(i), offset);
-      offset += (tiles_[i].elements() + 3) / 4 * 4;
+      offset += tiles_[i].padded_floats();
     }
   };
   accumulators([&](int i, int64_t offset) {

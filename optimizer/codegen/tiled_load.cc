@@ -169,11 +169,10 @@ void TiledGenerator::EmitPrefetch(bool first) {
   if (!any) return;
   const int64_t tile = b_.forloop.tile;
   const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
-  loop_start_ = "k1";
+  loop_start_ = first ? "kf" : "k1";
   loop_length_ = first ? "kn0" : "kn1";
   // Past this block's last step every element is out of range: no loads.
   if (first) {
-    loop_start_ = "kf";
     e_.Line("// the first step's loop tiles");
     e_.Linef("const i64 kf = step_begin * ", tile, ";");
     e_.Linef("const i64 kn0 = step_begin >= step_end ? 0LL : ", extent, " - kf < ", tile, " ? ", extent,

@@ -27,10 +27,7 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
 // A fresh directory, removed with its contents at the end of the test.
-class TempDir : public ::kiln::testing::ScopedTempDir {
- public:
-  TempDir() : ScopedTempDir("kiln_cache_disk") {}
-};
+using TempDir = ::kiln::testing::ScopedTempDir;
 
 constexpr ToolchainVersions kVersions{13, 0, 13000};
 

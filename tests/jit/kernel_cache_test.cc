@@ -27,10 +27,7 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
 // A fresh directory, removed with its contents at the end of the test.
-class TempDir : public ::kiln::testing::ScopedTempDir {
- public:
-  TempDir() : ScopedTempDir("kiln_kernel_cache") {}
-};
+using TempDir = ::kiln::testing::ScopedTempDir;
 
 std::vector<std::string> FilesIn(const std::string& dir) {
   std::vector<std::string> names;

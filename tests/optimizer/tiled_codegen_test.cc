@@ -217,7 +217,6 @@ TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
   EXPECT_THAT(source->source, ::testing::HasSubstr("atomicAdd(counters + point, 1u) == 3u"));
   EXPECT_THAT(source->source, ::testing::HasSubstr("blockIdx.z * share"));
   EXPECT_EQ(ugraph::SplitGridAxis(graph.kernels[0].block), 2);
-  if (std::getenv("KILN_DUMP")) std::cout << codegen::AssembleSource(source->source);
 }
 
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
