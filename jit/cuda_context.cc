@@ -164,4 +164,8 @@ absl::StatusOr<CudaEvent> CudaContext::CreateEvent() const {
   return CudaEvent::Create(primary_, stream_);
 }
 
+absl::StatusOr<CudaGraph> CudaContext::CaptureGraph(const std::function<absl::Status()>& enqueue) const {
+  return CudaGraph::Capture(primary_, stream_, enqueue);
+}
+
 }  // namespace kiln::jit

@@ -6,11 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "jit/cuda_event.h"
+#include "jit/cuda_graph.h"
 #include "jit/cuda_module.h"
 #include "jit/cuda_types.h"
 #include "jit/device_allocator.h"
@@ -77,6 +79,9 @@ class CudaContext {
 
   // ---- timing
   absl::StatusOr<CudaEvent> CreateEvent() const;
+  // What `enqueue` queues on the stream, captured as a graph to replay
+  // (CudaGraph::Capture).
+  absl::StatusOr<CudaGraph> CaptureGraph(const std::function<absl::Status()>& enqueue) const;
 
  private:
   CudaContext(std::shared_ptr<PrimaryContext> primary, DeviceInfo info, CUstream stream,

@@ -24,6 +24,8 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 // NVRTC handles.
 using nvrtcResult = int;
@@ -70,6 +72,8 @@ inline constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;      // CU_FUNC_ATT
 // Flags.
 inline constexpr unsigned kStreamNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
 inline constexpr unsigned kEventDefault = 0x0;       // CU_EVENT_DEFAULT (timing enabled)
+// CU_STREAM_CAPTURE_MODE_RELAXED: other threads may allocate while a stream captures.
+inline constexpr int kStreamCaptureModeRelaxed = 2;
 
 // nvrtcResult values.
 inline constexpr nvrtcResult kNvrtcSuccess = 0;             // NVRTC_SUCCESS

@@ -37,6 +37,12 @@ std::vector<std::string> BindDriver(const DynamicLibrary& lib, DriverApi& api) {
   bind("cuStreamCreate", api.cuStreamCreate);
   bind("cuStreamDestroy_v2", api.cuStreamDestroy);
   bind("cuStreamSynchronize", api.cuStreamSynchronize);
+  bind("cuStreamBeginCapture_v2", api.cuStreamBeginCapture);
+  bind("cuStreamEndCapture", api.cuStreamEndCapture);
+  bind("cuGraphInstantiateWithFlags", api.cuGraphInstantiateWithFlags);
+  bind("cuGraphLaunch", api.cuGraphLaunch);
+  bind("cuGraphExecDestroy", api.cuGraphExecDestroy);
+  bind("cuGraphDestroy", api.cuGraphDestroy);
   bind("cuMemAlloc_v2", api.cuMemAlloc);
   bind("cuMemFree_v2", api.cuMemFree);
   bind("cuMemGetInfo_v2", api.cuMemGetInfo);

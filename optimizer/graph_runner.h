@@ -26,8 +26,9 @@ class GraphRunner {
   absl::Status Run();
   // Tensor `id` as f32.
   absl::StatusOr<std::vector<float>> Download(int id);
-  // Microseconds per run: the median over `reps` CUDA-event timings of
-  // `batch` back-to-back runs, after a warm-up.
+  // Microseconds per run: the median over `reps` CUDA-event timings of a
+  // CUDA graph of `batch` back-to-back runs (replayed, as peers.py times
+  // PyTorch), after a warm-up.
   absl::StatusOr<double> TimeMicroseconds(int reps = 30, int batch = 10);
 
   const ugraph::KernelGraph& graph() const { return compiled_->graph; }

@@ -36,7 +36,7 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     plan.depth = tiles_[a].axes[1].size;
     plan.vectors = vectors;
     inputs_[bm].direct = true;
-    registers_ += rows * in.width + 4 * in.per_thread;
+    registers_ += rows * in.width + 4 * (in.ring ? 1 : in.per_thread);
     flush = std::max(flush, b_.threads * in.width);
   }
   if (flush > 0) {
@@ -64,13 +64,14 @@ void TiledGenerator::EmitDirectMatmul(int i) {
   const bool ragged = in.tasks % b_.threads != 0;
   e_.Open(absl::StrCat("if (", ragged ? absl::StrCat("l < ", in.tasks, " && ") : "", "kk < ",
                        Length(tiles_[bm].axes[0]), ")"));
+  e_.Linef("const uint4 v = ", in.ring ? RingSlot(bm, "stage", "l") : absl::StrCat("cur", bm, "[it]"), ";");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int m = 0; m < ", plan.rows, "; ++m)"));
   e_.Linef("const float a = ", exact ? a_value : absl::StrCat("round_", DTypeSuffix(op.dtype), "(", a_value, ")"),
            ";");
   e_.Line("#pragma unroll");
   e_.Linef("for (int j = 0; j < ", in.width, "; ++j) d", i, "[m][j] = fmaf(a, bits_to_", DTypeSuffix(in.dtype),
-           "(vector_bits(cur", bm, "[it], j, ", DTypeSize(in.dtype), ")), d", i, "[m][j]);");
+           "(vector_bits(v, j, ", DTypeSize(in.dtype), ")), d", i, "[m][j]);");
   e_.Close();
   e_.Close();
   e_.Close();

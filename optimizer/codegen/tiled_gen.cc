@@ -29,7 +29,15 @@ namespace kiln::codegen {
 namespace tiled_internal {
 
 absl::Status TiledGenerator::Plan() {
+  // A ring that leaves the tiles too little shared memory is dropped.
+  if (absl::Status s = PlanLayout(/*ring=*/true); s.ok() || stages_ == 0) return s;
+  return PlanLayout(/*ring=*/false);
+}
+
+absl::Status TiledGenerator::PlanLayout(bool ring) {
   const size_t n = b_.tile_ops.size();
+  buffers_ = scratch_ = stages_ = ring_floats_ = 0;
+  direct_scratch_ = -1;
   for (size_t i = 0; i < b_.inputs.size(); ++i) {
     if (b_.inputs[i].view.tensor < 0) {
       return absl::UnimplementedError(absl::StrCat("codegen: tiled input #", i, " is a virtual source"));
@@ -59,11 +67,12 @@ absl::Status TiledGenerator::Plan() {
   for (const ugraph::OutputSaver& o : b_.outputs) ++uses[o.value];
   // Registers for staged loads: the loop's stay live across a step's work.
   int64_t loop_registers = 48, other_registers = 64;
-  inputs_.resize(n);
+  inputs_.assign(n, InputPlan{});
   for (size_t i = 0; i < n; ++i) {
     if (b_.tile_ops[i].kind != TileOp::Kind::kInput) continue;
     PlanInput(static_cast<int>(i), tiles_[i].in_loop ? &loop_registers : &other_registers);
   }
+  if (ring) PlanRing(&loop_registers);
   registers_ = 40 + (48 - loop_registers);
   // A matmul whose only use is an accumulator adds its product to the
   // accumulator directly: no product tile, no extra pass.
@@ -78,7 +87,7 @@ absl::Status TiledGenerator::Plan() {
       fused_[i] = true;
     }
   }
-  matmuls_.resize(n);
+  matmuls_.assign(n, MatmulPlan{});
   PlanDirect(uses);
   // A buffer per tile but constants (literals), products summed straight
   // into their accumulator and tiles direct matmuls read from registers,
@@ -97,6 +106,21 @@ absl::Status TiledGenerator::Plan() {
   }
   for (size_t i = 0; i < n; ++i) {
     if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul && !matmuls_[i].direct) PlanMatmul(static_cast<int>(i));
+  }
+  // The ring's stages after the scratch, 16-byte aligned.
+  if (stages_ > 0) {
+    const int64_t start = (buffers_ + scratch_ + 3) / 4 * 4;
+    int64_t at = start;
+    for (size_t i = 0; i < n; ++i) {
+      if (!inputs_[i].ring) continue;
+      inputs_[i].ring_offset = at;
+      at += stages_ * inputs_[i].tasks * 4;
+    }
+    ring_floats_ = at - (buffers_ + scratch_);
+  }
+  if (shared_bytes() > limit) {
+    return absl::UnimplementedError(absl::StrCat("codegen: the tiles, scratch and loads in flight need ",
+                                                 shared_bytes(), " bytes of shared memory; a block has ", limit));
   }
   return absl::OkStatus();
 }
@@ -402,6 +426,7 @@ void TiledGenerator::EmitOp(int i) {
 void TiledGenerator::EmitPhase(Phase phase) {
   const size_t n = b_.tile_ops.size();
   const auto input = [&](size_t i) { return phase_[i] == phase && b_.tile_ops[i].kind == TileOp::Kind::kInput; };
+  if (phase == Phase::kLoop) EmitRingStep();
   // The loop's staged tiles were issued before the loop or by the previous
   // step; the others issue all their loads now, before any is converted.
   for (size_t i = 0; i < n; ++i) {
@@ -453,6 +478,12 @@ absl::Status TiledGenerator::Generate() {
     if (offsets_[i] >= 0) e_.Linef("float* const ", Buffer(i), " = smem + ", offsets_[i], ";");
   }
   if (scratch_ > 0) e_.Linef("float* const scratch = smem + ", buffers_, ";");
+  for (size_t i = 0; i < n; ++i) {
+    if (inputs_[i].ring) {
+      e_.Linef("uint4* const ring", i, " = reinterpret_cast<uint4*>(smem + ", inputs_[i].ring_offset, ");  // ",
+               stages_, " stages of ", inputs_[i].tasks, " vectors");
+    }
+  }
   bool loop_axes = false;
   std::vector<bool> grid_axes(3, false);
   for (const TileInfo& t : tiles_) {
@@ -510,6 +541,7 @@ absl::Status TiledGenerator::Generate() {
                "] = {};  // x", i, "'s sums in registers");
     }
     EmitPrefetch(/*first=*/true);
+    EmitRingPrologue();
     e_.Open("for (i64 step = step_begin; step < step_end; ++step)");
     if (loop_axes) {
       const int64_t tile = b_.forloop.tile;
@@ -523,6 +555,7 @@ absl::Status TiledGenerator::Generate() {
     EmitPhase(Phase::kLoop);
     Sync();  // the next step overwrites the step tiles
     e_.Close();
+    if (stages_ > 0) e_.Line("copy_async_wait<0>();  // the copies of steps past the end");
     dirty_ = before;
     EmitDirectFlush();
   }

@@ -64,7 +64,7 @@ class TiledGenerator {
 
   absl::Status Generate();
   // Dynamic shared memory the kernel takes, in bytes.
-  int64_t shared_bytes() const { return 4 * (buffers_ + scratch_); }
+  int64_t shared_bytes() const { return 4 * (buffers_ + scratch_ + ring_floats_); }
   // Registers a thread needs, roughly: a base, the loop's staged loads, and
   // the direct matmuls' sums and the copies of their vectors.
   int64_t registers() const { return registers_; }
@@ -75,7 +75,9 @@ class TiledGenerator {
  private:
   enum class Phase { kBefore, kLoop, kAfter };
 
+  // Plans with a ring of loop tiles where one fits, else without.
   absl::Status Plan();
+  absl::Status PlanLayout(bool ring);
   void EmitOp(int i);
   // The ops of one phase, its input tiles first: their loads go out
   // together and one barrier covers them all.
@@ -84,6 +86,22 @@ class TiledGenerator {
   // loop) or the next one (inside it).
   void EmitPrefetch(bool first);
 
+  // The ring: the loop's vector tiles copied asynchronously (cp.async) into
+  // `stages_` shared-memory stages, so that a block has stages_ - 1 steps'
+  // tiles in flight while it computes one. Each thread reads back only the
+  // slots it copied itself (conversion into the tile, or a direct matmul),
+  // so a stage is reused without a barrier. PlanRing marks the inputs;
+  // EmitRingPrologue issues the first stages_ - 1 steps before the loop,
+  // EmitRingStep the step stages_ - 1 ahead and waits for this one.
+  void PlanRing(int64_t* loop_registers);
+  void EmitRingIssue(const std::string& step, const std::string& stage);
+  void EmitRingPrologue();
+  void EmitRingStep();
+  // Slot `task` of input i's ring at `stage`.
+  std::string RingSlot(int i, const std::string& stage, const std::string& task) const {
+    return absl::StrCat("ring", i, "[", stage, " * ", inputs_[i].tasks, " + ", task, "]");
+  }
+
   // Input tiles. A staged input issues its loads into registers (raw bits)
   // and converts them into its buffer later, so that a thread has all its
   // loads in flight at once and the next loop step's loads overlap this
@@ -91,7 +109,9 @@ class TiledGenerator {
   // converts element by element.
   void PlanInput(int i, int64_t* registers);
   std::vector<std::string> TaskCoords(int i, const std::string& task);
-  void EmitIssue(int i, const std::string& task, const std::string& raw);
+  // Loads task `task` of input i into `raw` (registers), or, with `slot`
+  // set, copies it asynchronously into that ring slot.
+  void EmitIssue(int i, const std::string& task, const std::string& raw, const std::string& slot = "");
   void EmitConvert(int i, const std::string& task, const std::string& raw);
   // The staged loads' issue (into raw registers) or their conversion.
   void EmitStaged(int i, bool issue);
@@ -152,6 +172,10 @@ class TiledGenerator {
     bool staged = false;
     // Consumed from registers by a direct matmul: no tile in shared memory.
     bool direct = false;
+    // Copied through the ring (PlanRing); its stages start at ring_offset
+    // floats into shared memory, `tasks` 16-byte slots each.
+    bool ring = false;
+    int64_t ring_offset = -1;
   };
 
   Emitter& e_;
@@ -185,13 +209,15 @@ class TiledGenerator {
   void PlanDirect(const std::vector<int>& uses);
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
-  int64_t direct_scratch_ = -1;
-  int64_t registers_ = 40;  // offset of the flush's partial sums in `scratch`
+  int64_t direct_scratch_ = -1;  // offset of the flush's partial sums in `scratch`
+  int64_t registers_ = 40;
   void PlanMatmul(int i);
   std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
   std::vector<int64_t> offsets_;     // of each tile's buffer in floats, or -1
   int64_t buffers_ = 0;              // floats of tile buffers
   int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers
+  int64_t stages_ = 0;               // of the ring; 0: no ring
+  int64_t ring_floats_ = 0;          // of the ring, after the scratch (and padding to 16 bytes)
   // The loop step whose tiles are being loaded (the next one, when
   // prefetching): its first coordinate and in-range length.
   std::string loop_start_ = "k0", loop_length_ = "kn";

@@ -52,7 +52,7 @@ std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& ta
   return coords;
 }
 
-void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string& raw) {
+void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string& raw, const std::string& slot) {
   const InputPlan& plan = inputs_[i];
   const TileInfo& t = tiles_[i];
   const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
@@ -81,12 +81,19 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
     absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords.back(), " + ", plan.width, " <= ",
                     Length(last));
   }
-  e_.Linef(raw, " = make_uint4(0u, 0u, 0u, 0u);");
+  if (slot.empty()) e_.Linef(raw, " = make_uint4(0u, 0u, 0u, 0u);");
   e_.Open(absl::StrCat("if (", whole.empty() ? "" : whole + " && ", "aligned16(", ptr, ", ", off, ", ", bytes,
                        "))"));
-  e_.Linef(raw, " = load16_bits(", ptr, ", ", off, ", ", bytes, ");");
+  if (slot.empty()) {
+    e_.Linef(raw, " = load16_bits(", ptr, ", ", off, ", ", bytes, ");");
+  } else {
+    e_.Linef("copy_async16(&", slot, ", ", ptr, ", ", off, ", ", bytes, ");");
+  }
   e_.Close();
   e_.Open("else");
+  // A vector cut by the tensor's end (or unaligned, or out of range): its
+  // elements one by one, zeros past the end.
+  if (!slot.empty()) e_.Linef("uint4 ", raw, " = make_uint4(0u, 0u, 0u, 0u);");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.width, "; ++j)"));
   std::vector<std::string> element = coords;
@@ -97,6 +104,7 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
   e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "set_vector_bits(", raw, ", j, ", load,
            "(", ptr, ", ", element_off, "), ", bytes, ");");
   e_.Close();
+  if (!slot.empty()) e_.Linef(slot, " = ", raw, ";");
   e_.Close();
 }
 
@@ -116,6 +124,10 @@ void TiledGenerator::EmitConvert(int i, const std::string& task, const std::stri
 
 void TiledGenerator::EmitStaged(int i, bool issue) {
   const InputPlan& plan = inputs_[i];
+  if (!issue && plan.direct && plan.ring) {
+    e_.Linef("// x", i, ": the direct matmul reads this step's vectors from the ring");
+    return;
+  }
   if (!issue && plan.direct) {
     // A direct matmul reads this step's vectors; the next step's loads
     // go to raw.
@@ -137,8 +149,12 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
   e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
   const bool ragged = plan.tasks % b_.threads != 0;
   if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
-  const std::string raw = absl::StrCat(Raw(i), "[it]");
-  issue ? EmitIssue(i, "l", raw) : EmitConvert(i, "l", raw);
+  if (plan.ring) {
+    issue ? EmitIssue(i, "l", "v", RingSlot(i, "issue_stage", "l")) : EmitConvert(i, "l", RingSlot(i, "stage", "l"));
+  } else {
+    const std::string raw = absl::StrCat(Raw(i), "[it]");
+    issue ? EmitIssue(i, "l", raw) : EmitConvert(i, "l", raw);
+  }
   if (ragged) e_.Close();
   e_.Close();
   if (!issue) Wrote(i, false);
@@ -164,8 +180,11 @@ void TiledGenerator::EmitDirect(int i) {
 
 void TiledGenerator::EmitPrefetch(bool first) {
   const size_t n = b_.tile_ops.size();
+  const auto prefetched = [&](size_t i) {
+    return phase_[i] == Phase::kLoop && inputs_[i].staged && !inputs_[i].ring;
+  };
   bool any = false;
-  for (size_t i = 0; i < n; ++i) any = any || (phase_[i] == Phase::kLoop && inputs_[i].staged);
+  for (size_t i = 0; i < n; ++i) any = any || prefetched(i);
   if (!any) return;
   const int64_t tile = b_.forloop.tile;
   const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
@@ -184,12 +203,70 @@ void TiledGenerator::EmitPrefetch(bool first) {
              tile, ";");
   }
   for (size_t i = 0; i < n; ++i) {
-    if (phase_[i] != Phase::kLoop || !inputs_[i].staged) continue;
+    if (!prefetched(i)) continue;
     if (first) DeclareRaw(static_cast<int>(i));
     EmitStaged(static_cast<int>(i), /*issue=*/true);
   }
   loop_start_ = "k0";
   loop_length_ = "kn";
+}
+
+void TiledGenerator::PlanRing(int64_t* loop_registers) {
+  // Up to 4 stages in 64 KiB: 3 steps in flight where the tiles are small
+  // (most of what a streaming kernel needs), at least 2 stages or no ring.
+  constexpr int64_t kMaxStages = 4, kRingBytes = 64 * 1024;
+  const auto eligible = [&](size_t i) {
+    return b_.tile_ops[i].kind == TileOp::Kind::kInput && phase_[i] == Phase::kLoop && inputs_[i].width > 1;
+  };
+  int64_t step_bytes = 0;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (eligible(i)) step_bytes += 16 * inputs_[i].tasks;
+  }
+  if (step_bytes == 0 || kRingBytes / step_bytes < 2) return;
+  stages_ = std::min(kMaxStages, kRingBytes / step_bytes);
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (!eligible(i)) continue;
+    InputPlan& plan = inputs_[i];
+    if (plan.staged) *loop_registers += 4 * plan.per_thread;  // no raw registers
+    plan.staged = plan.ring = true;
+  }
+}
+
+void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {
+  const int64_t tile = b_.forloop.tile;
+  const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
+  e_.Linef("const i64 kr = (", step, ") * ", tile, ";");
+  e_.Linef("const i64 knr = ", step, " >= step_end ? 0LL : ", extent, " - kr < ", tile, " ? ", extent, " - kr : ",
+           tile, ";");
+  e_.Linef("const int issue_stage = ", stage, ";");
+  loop_start_ = "kr";
+  loop_length_ = "knr";
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (inputs_[i].ring) EmitStaged(static_cast<int>(i), /*issue=*/true);
+  }
+  loop_start_ = "k0";
+  loop_length_ = "kn";
+  e_.Line("copy_async_commit();");
+}
+
+void TiledGenerator::EmitRingPrologue() {
+  if (stages_ == 0) return;
+  e_.Linef("// the first ", stages_ - 1, " steps' vector tiles, copied asynchronously into the ring");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", stages_ - 1, "; ++j)"));
+  EmitRingIssue("step_begin + j", "j");
+  e_.Close();
+}
+
+void TiledGenerator::EmitRingStep() {
+  if (stages_ == 0) return;
+  e_.Linef("// the vector tiles ", stages_ - 1, " steps ahead into the ring; then wait for this step's");
+  e_.Open("");
+  EmitRingIssue(absl::StrCat("step + ", stages_ - 1),
+                absl::StrCat("static_cast<int>((step - step_begin + ", stages_ - 1, ") % ", stages_, ")"));
+  e_.Close();
+  e_.Linef("copy_async_wait<", stages_ - 1, ">();");
+  e_.Linef("const int stage = static_cast<int>((step - step_begin) % ", stages_, ");");
 }
 
 
@@ -199,7 +276,8 @@ int64_t TiledGenerator::inflight_bytes() const {
     if (b_.tile_ops[i].kind != TileOp::Kind::kInput || phase_[i] != Phase::kLoop) continue;
     const InputPlan& plan = inputs_[i];
     const int64_t load = plan.width * static_cast<int64_t>(DTypeSize(plan.dtype));
-    bytes += load * (plan.staged ? plan.tasks : std::min<int64_t>(plan.tasks, b_.threads));
+    const int64_t steps = plan.ring ? stages_ - 1 : 1;
+    bytes += steps * load * (plan.staged ? plan.tasks : std::min<int64_t>(plan.tasks, b_.threads));
   }
   return bytes;
 }

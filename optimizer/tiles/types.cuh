@@ -159,6 +159,31 @@ __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_byte
 __device__ __forceinline__ uint4 load16_bits(const void* p, i64 i, int element_bytes) {
   return *reinterpret_cast<const uint4*>(static_cast<const char*>(p) + i * element_bytes);
 }
+// Asynchronous 16-byte copies from global to shared memory (cp.async,
+// sm_80 and later; a plain copy before): a thread issues a loop step's
+// copies, commits them as a group, and waits until at most N groups are
+// pending before it reads what it copied itself (no barrier needed for
+// that; other threads' copies need one after the wait).
+__device__ __forceinline__ void copy_async16(uint4* dst, const void* p, i64 i, int element_bytes) {
+  const char* src = static_cast<const char*>(p) + i * element_bytes;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(src) : "memory");
+#else
+  *dst = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
 // Element j of a vector (j and element_bytes constant once unrolled).
 __device__ __forceinline__ unsigned vector_bits(const uint4& v, int j, int element_bytes) {
   const unsigned w[4] = {v.x, v.y, v.z, v.w};

@@ -26,6 +26,11 @@ extern "C" __global__ void times_two(int* out, int n) {
   if (i < n) out[i] = 2 * i;
 }
 
+extern "C" __global__ void add_index(int* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] += i;
+}
+
 extern "C" __global__ void big_shared(float* out, int n) {
   extern __shared__ float tile[];
   for (int i = threadIdx.x; i < n; i += blockDim.x) tile[i] = static_cast<float>(i);
@@ -294,6 +299,47 @@ TEST_F(GpuRuntime, BadLaunchesAndLookupsAreErrors) {
   absl::StatusOr<std::unique_ptr<CudaModule>> garbage = context_->LoadModule("not a cubin");
   ASSERT_FALSE(garbage.ok());
   EXPECT_THAT(garbage.status().message(), HasSubstr("cuModuleLoadData"));
+  EXPECT_TRUE(context_->Synchronize().ok());
+}
+
+TEST_F(GpuRuntime, AGraphReplaysTheCapturedLaunchesEachTime) {
+  std::unique_ptr<CudaModule> module = LoadKernels();
+  ASSERT_NE(module, nullptr);
+  absl::StatusOr<CudaFunction*> add_index = module->GetFunction("add_index");
+  ASSERT_TRUE(add_index.ok()) << add_index.status();
+  constexpr int kN = 4097;
+  std::shared_ptr<Storage> out = Allocate(kN * sizeof(int));
+  CUdeviceptr ptr = DevicePointer(*out);
+  ASSERT_TRUE(context_->Memset(ptr, 0, kN * sizeof(int)).ok());
+  int n = kN;
+  void* args[] = {&ptr, &n};
+  LaunchConfig config;
+  config.block.x = 128;
+  config.grid.x = (kN + 127) / 128;
+  // Two launches captured: nothing runs until the graph is launched.
+  absl::StatusOr<CudaGraph> graph = context_->CaptureGraph([&]() -> absl::Status {
+    for (int i = 0; i < 2; ++i) {
+      if (absl::Status s = context_->Launch(**add_index, config, args); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<int> back(kN);
+  ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
+  EXPECT_EQ(back[kN - 1], 0);
+  for (int replay = 0; replay < 3; ++replay) ASSERT_TRUE(graph->Launch().ok());
+  ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(back[i], 6 * i) << "element " << i;
+}
+
+TEST_F(GpuRuntime, AFailedCaptureLeavesTheStreamUsable) {
+  absl::StatusOr<CudaGraph> graph =
+      context_->CaptureGraph([]() -> absl::Status { return absl::InternalError("enqueue failed"); });
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("enqueue failed"));
+  // The stream left capture mode: ordinary work runs.
+  std::shared_ptr<Storage> out = Allocate(64);
+  EXPECT_TRUE(context_->Memset(DevicePointer(*out), 0, 64).ok());
   EXPECT_TRUE(context_->Synchronize().ok());
 }
 

@@ -161,9 +161,11 @@ void ExpectCompiles(const KernelGraph& graph) {
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
   ASSERT_TRUE(source.ok()) << source.status() << "\n" << ugraph::ToText(graph);
   // A buffer per tile, less those it needs none for, plus scratch for
-  // matmuls whose threads split the contraction.
+  // matmuls whose threads split the contraction, plus up to 64 KiB of loop
+  // tiles in flight (the ring), within what a block may have.
   EXPECT_GT(source->dynamic_shared_bytes, 0);
-  EXPECT_LE(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block) + 8192);
+  EXPECT_LE(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block) + 8192 + 65536);
+  EXPECT_LE(source->dynamic_shared_bytes, ugraph::DeviceLimits().max_shared_memory_per_block);
   jit::CompileOptions options;
   options.arch = "sm_90";
   absl::StatusOr<std::string> cubin =
@@ -244,13 +246,26 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   absl::StatusOr<codegen::KernelSource> source = Generate(RmsNormLinear(DType::kF16, 1, 4096, 4096));
   ASSERT_TRUE(source.ok()) << source.status();
   const std::string& code = source->source;
-  // The weight tile arrives by 16-byte loads, the product goes straight into
-  // its accumulator, and there is one loop over K.
-  EXPECT_THAT(code, ::testing::HasSubstr("load16_bits"));
+  // The weight tile arrives by 16-byte asynchronous copies, 3 steps ahead
+  // (4 stages of 8 KiB), the product goes straight into its accumulator, and
+  // there is one loop over K.
+  EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring1[issue_stage * 512 + l]"));
+  EXPECT_THAT(code, ::testing::HasSubstr("copy_async_wait<3>();"));
   EXPECT_THAT(code, ::testing::HasSubstr("summed into x3"));
   EXPECT_THAT(code, ::testing::HasSubstr("extern __shared__"));
   EXPECT_EQ(code.find("for (i64 step"), code.rfind("for (i64 step"));
   EXPECT_EQ(source->threads, 256);
+  // The tiles in flight count toward the cost model's bytes in flight.
+  EXPECT_EQ(source->inflight_bytes, 3 * (128 + 512) * 16);
+}
+
+TEST(TiledCodegen, LoopTilesTooLargeForTheRingArePrefetchedThroughRegisters) {
+  // 256 x 128 f16 weight tiles: 64 KiB a step, no room for two stages.
+  absl::StatusOr<codegen::KernelSource> source =
+      Generate(RmsNormLinear(DType::kF16, 2, 4096, 6144, {.m = 2, .k = 256, .n = 128}));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::Not(::testing::HasSubstr("copy_async")));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("load16_bits"));
 }
 
 TEST(TiledCodegen, IntegerInputsAreUnimplemented) {
@@ -608,9 +623,11 @@ TEST_F(GpuTiledCodegen, ReportsSplitLoopsAtPeerShapes) {
     for (int64_t k : {64, 128, 256}) {
       for (int64_t split : {1, 4, 8, 16}) {
         const std::string name = absl::StrCat("tiles n", n, " k", k, " split ", split, ": ");
-        ReportBandwidth(name + "rmsnorm_linear_bs1",
-                        RmsNormLinear(DType::kF16, 2, 4096, 6144, {.m = 2, .k = k, .n = n, .split = split}), 2, 4096,
-                        6144, 1);
+        for (int64_t m : {2, 16}) {
+          ReportBandwidth(absl::StrCat(name, "rmsnorm_linear_bs", m / 2),
+                          RmsNormLinear(DType::kF16, m, 4096, 6144, {.m = m, .k = k, .n = n, .split = split}), m,
+                          4096, 6144, 1);
+        }
         for (int64_t m : {4, 8}) {
           ReportBandwidth(absl::StrCat(name, "m", m, " gated_mlp_bs8"),
                           GatedMlp(DType::kF16, 8, 4096, 4096, {.m = m, .k = k, .n = n, .split = split}), 8, 4096,
