@@ -25,6 +25,11 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     if (op.dtype != DType::kF32 && in.dtype != op.dtype) continue;
     const TileInfo& out = tiles_[i];
     if (out.axes.size() != 2) continue;
+    if (PlanMma(static_cast<int>(i))) {
+      const MatmulPlan& plan = matmuls_[i];
+      flush = std::max(flush, plan.k_groups * 16 * plan.cols);
+      continue;
+    }
     const int64_t rows = out.axes[0].size, vectors = in.task_sizes[1];
     // A thread's vectors all sit in one column of vectors.
     if (b_.threads % vectors != 0 || rows * in.width > registers) continue;
@@ -45,9 +50,105 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   }
 }
 
+bool TiledGenerator::PlanMma(int i) {
+  const TileOp& op = b_.tile_ops[i];
+  const int a = op.args[0], bm = op.args[1];
+  InputPlan& in = inputs_[bm];
+  if (!in.ring || DTypeSize(in.dtype) != 2 || op.dtype != in.dtype) return false;
+  // A is an input tile: its elements past the tensor's ends are zeros (a
+  // product of garbage and B's zero tail could be NaN).
+  if (b_.tile_ops[a].kind != TileOp::Kind::kInput || tiles_[a].axes.size() != 2) return false;
+  const int64_t rows = tiles_[i].axes[0].size, cols = tiles_[i].axes[1].size, depth = tiles_[a].axes[1].size;
+  const int64_t vectors = in.task_sizes[1], warps = b_.threads / 32;
+  if (rows > 16 || depth % 16 != 0 || tiles_[bm].axes[0].size != depth || vectors % 8 != 0 ||
+      cols != vectors * in.width || b_.threads % 32 != 0) {
+    return false;
+  }
+  MatmulPlan& plan = matmuls_[i];
+  plan.n8s = cols / 8;
+  if (plan.n8s >= warps ? plan.n8s % warps != 0 : warps % plan.n8s != 0) return false;
+  plan.per_warp = std::max<int64_t>(1, plan.n8s / warps);
+  plan.k_groups = std::max<int64_t>(1, warps / plan.n8s);
+  if (plan.per_warp > 8) return false;  // 32 accumulator registers
+  plan.direct = plan.mma = true;
+  plan.rows = rows;
+  plan.cols = cols;
+  plan.depth = depth;
+  in.direct = in.swizzle = true;
+  registers_ += 4 * plan.per_warp + 12;
+  return true;
+}
+
+void TiledGenerator::EmitMmaMatmul(int i) {
+  const TileOp& op = b_.tile_ops[i];
+  const MatmulPlan& plan = matmuls_[i];
+  const int a = op.args[0], bm = op.args[1];
+  const int64_t warps = b_.threads / 32, v = inputs_[bm].task_sizes[1];
+  Read(a, false);
+  Read(bm, false);  // other threads' copies into the ring
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i], " after the loop: on tensor cores, ",
+           plan.per_warp, " n8 tile(s) per warp", plan.k_groups > 1 ? absl::StrCat(", k split ", plan.k_groups, " ways") : "");
+  e_.Open("");
+  e_.Line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t2 = (lane & 3) * 2;");
+  const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
+  const std::string first = plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s) : "0";
+  e_.Open(absl::StrCat("for (int c = ", first, "; c * 16 < ", Length(tiles_[bm].axes[0]), "; c += ", plan.k_groups,
+                       ")"));
+  e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
+  e_.Line("unsigned fa[4], fb[2];");
+  // Rows past the tile's are zeros.
+  const auto a_pair = [&](const std::string& row, int64_t highest, int col) {
+    const std::string at = absl::StrCat("pa[(", row, ") * ", plan.depth, " + ", col, "]");
+    const std::string value = absl::StrCat(pack, "(", at, ", pa[(", row, ") * ", plan.depth, " + ", col + 1, "])");
+    return highest < plan.rows ? value : absl::StrCat("(", row, ") < ", plan.rows, " ? ", value, " : 0u");
+  };
+  e_.Linef("fa[0] = ", a_pair("g", 7, 0), ";");
+  e_.Linef("fa[1] = ", a_pair("g + 8", 15, 0), ";");
+  e_.Linef("fa[2] = ", a_pair("g", 7, 8), ";");
+  e_.Linef("fa[3] = ", a_pair("g + 8", 15, 8), ";");
+  e_.Line("const int k = c * 16 + (lane & 15);");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
+  e_.Linef("const int v = ", plan.k_groups > 1 ? absl::StrCat("warp % ", plan.n8s) : "warp", " + j * ", warps, ";");
+  e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", v, " + v")), ");");
+  e_.Linef("mma_", DTypeSuffix(op.dtype), "(d", i, "[j], fa, fb);");
+  e_.Close();
+  e_.Close();
+  e_.Close();
+}
+
+void TiledGenerator::EmitMmaFlush(int i) {
+  const MatmulPlan& plan = matmuls_[i];
+  const int64_t warps = b_.threads / 32;
+  const int target = fused_into_[i];
+  const std::string part = absl::StrCat("(scratch + ", direct_scratch_, ")");
+  e_.Linef("// x", target, " += x", i, "'s tensor-core sums: fragments to the scratch, k groups added in order");
+  Sync();  // the scratch may hold another product's sums
+  e_.Open("");
+  e_.Line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t2 = (lane & 3) * 2;");
+  e_.Linef("float* const part = ", part, " + ", plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s) : "0", " * ",
+           16 * plan.cols, ";");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
+  e_.Linef("const int n = (", plan.k_groups > 1 ? absl::StrCat("warp % ", plan.n8s) : "warp", " + j * ", warps,
+           ") * 8 + t2;");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int h = 0; h < 4; ++h) part[(g + 8 * (h / 2)) * ", plan.cols, " + n + h % 2] = d", i, "[j][h];");
+  e_.Close();
+  e_.Close();
+  Sync();
+  e_.Open(absl::StrCat("for (int c = threadIdx.x; c < ", plan.rows * plan.cols, "; c += ", b_.threads, ")"));
+  e_.Line("float sum = 0.0f;");
+  e_.Linef("for (int q = 0; q < ", plan.k_groups, "; ++q) sum += ", part, "[q * ", 16 * plan.cols, " + c];");
+  e_.Linef(Buffer(target), "[c] += sum;");
+  e_.Close();
+  Wrote(target, false);
+}
+
 void TiledGenerator::EmitDirectMatmul(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
+  if (plan.mma) return EmitMmaMatmul(i);
   const int a = op.args[0], bm = op.args[1];
   const InputPlan& in = inputs_[bm];
   Read(a, false);
@@ -81,6 +182,10 @@ void TiledGenerator::EmitDirectFlush() {
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const MatmulPlan& plan = matmuls_[i];
     if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !plan.direct) continue;
+    if (plan.mma) {
+      EmitMmaFlush(static_cast<int>(i));
+      continue;
+    }
     const int target = fused_into_[i];
     const int64_t width = inputs_[b_.tile_ops[i].args[1]].width;
     const std::string part = absl::StrCat("(scratch + ", direct_scratch_, ")");

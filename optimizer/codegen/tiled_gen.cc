@@ -537,6 +537,10 @@ absl::Status TiledGenerator::Generate() {
     }
     for (size_t i = 0; i < n; ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !matmuls_[i].direct) continue;
+      if (matmuls_[i].mma) {
+        e_.Linef("float d", i, "[", matmuls_[i].per_warp, "][4] = {};  // x", i, "'s accumulator fragments");
+        continue;
+      }
       e_.Linef("float d", i, "[", matmuls_[i].rows, "][", inputs_[b_.tile_ops[i].args[1]].width,
                "] = {};  // x", i, "'s sums in registers");
     }

@@ -98,8 +98,14 @@ class TiledGenerator {
   void EmitRingPrologue();
   void EmitRingStep();
   // Slot `task` of input i's ring at `stage`.
+  // A swizzled ring (read across threads by ldmatrix) keeps vector v of
+  // row k at v ^ (k % 8) within its row, so that 8 rows' vectors at one
+  // column fall in different banks.
   std::string RingSlot(int i, const std::string& stage, const std::string& task) const {
-    return absl::StrCat("ring", i, "[", stage, " * ", inputs_[i].tasks, " + ", task, "]");
+    const InputPlan& plan = inputs_[i];
+    const std::string slot =
+        plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes[1], " & 7))") : task;
+    return absl::StrCat("ring", i, "[", stage, " * ", plan.tasks, " + ", slot, "]");
   }
 
   // Input tiles. A staged input issues its loads into registers (raw bits)
@@ -176,6 +182,7 @@ class TiledGenerator {
     // floats into shared memory, `tasks` 16-byte slots each.
     bool ring = false;
     int64_t ring_offset = -1;
+    bool swizzle = false;  // see RingSlot
   };
 
   Emitter& e_;
@@ -199,6 +206,13 @@ class TiledGenerator {
     // registers over the whole loop, `vectors` B vectors per tile row.
     bool direct = false;
     int64_t vectors = 0;
+    // A direct matmul on tensor cores (mma.sync m16n8k16): B's fragments
+    // read from the ring with ldmatrix, A's from its f32 tile rounded to
+    // the product's dtype, up to 16 rows. Warp w owns n8 tiles w % n8s
+    // (+ j * warps, `per_warp` of them) and, when there are fewer tiles than
+    // warps, the k chunks of 16 w / n8s (mod k_groups).
+    bool mma = false;
+    int64_t n8s = 0, per_warp = 1, k_groups = 1;
   };
   // A matmul summed into an accumulator whose B is a loop tile that only
   // it reads, loaded as 16-byte vectors along N, with few rows of A: each
@@ -209,6 +223,10 @@ class TiledGenerator {
   void PlanDirect(const std::vector<int>& uses);
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
+  // The tensor-core form (MatmulPlan::mma): true where it applies.
+  bool PlanMma(int i);
+  void EmitMmaMatmul(int i);
+  void EmitMmaFlush(int i);
   int64_t direct_scratch_ = -1;  // offset of the flush's partial sums in `scratch`
   int64_t registers_ = 40;
   void PlanMatmul(int i);

@@ -212,9 +212,9 @@ void TiledGenerator::EmitPrefetch(bool first) {
 }
 
 void TiledGenerator::PlanRing(int64_t* loop_registers) {
-  // Up to 4 stages in 64 KiB: 3 steps in flight where the tiles are small
+  // Up to 4 stages in 96 KiB: 3 steps in flight where the tiles are small
   // (most of what a streaming kernel needs), at least 2 stages or no ring.
-  constexpr int64_t kMaxStages = 4, kRingBytes = 64 * 1024;
+  constexpr int64_t kMaxStages = 4, kRingBytes = 96 * 1024;
   const auto eligible = [&](size_t i) {
     return b_.tile_ops[i].kind == TileOp::Kind::kInput && phase_[i] == Phase::kLoop && inputs_[i].width > 1;
   };
@@ -266,6 +266,10 @@ void TiledGenerator::EmitRingStep() {
                 absl::StrCat("static_cast<int>((step - step_begin + ", stages_ - 1, ") % ", stages_, ")"));
   e_.Close();
   e_.Linef("copy_async_wait<", stages_ - 1, ">();");
+  // Rings read across threads (tensor-core fragments) need a barrier first.
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (inputs_[i].ring && inputs_[i].swizzle) Wrote(static_cast<int>(i), false);
+  }
   e_.Linef("const int stage = static_cast<int>((step - step_begin) % ", stages_, ");");
 }
 

@@ -49,4 +49,27 @@ __device__ __forceinline__ void load_b_fragment(unsigned b[2], const unsigned sh
   b[1] = pair(tile_nk + g * ld + 2 * t + 8);
 }
 
+// A 16x8 B fragment (k x n) straight from a row-major [k][n] 16-bit tile in
+// shared memory (ldmatrix .trans): lane l (of 0-15) gives the address of
+// row k0 + l at column n0, 16 bytes aligned; the other lanes' are unused.
+__device__ __forceinline__ void load_b_fragment_trans(unsigned b[2], const void* row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(address));
+}
+
+// Two f32 values rounded to f16 or bf16 and packed, `lo` in the low half
+// (the element with the smaller index in a fragment register).
+__device__ __forceinline__ unsigned pack_f16x2(float lo, float hi) {
+  unsigned out;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  return out;
+}
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+  unsigned out;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  return out;
+}
+
 }  // namespace kiln

@@ -161,10 +161,10 @@ void ExpectCompiles(const KernelGraph& graph) {
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
   ASSERT_TRUE(source.ok()) << source.status() << "\n" << ugraph::ToText(graph);
   // A buffer per tile, less those it needs none for, plus scratch for
-  // matmuls whose threads split the contraction, plus up to 64 KiB of loop
+  // matmuls whose threads split the contraction, plus up to 96 KiB of loop
   // tiles in flight (the ring), within what a block may have.
   EXPECT_GT(source->dynamic_shared_bytes, 0);
-  EXPECT_LE(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block) + 8192 + 65536);
+  EXPECT_LE(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block) + 8192 + 96 * 1024);
   EXPECT_LE(source->dynamic_shared_bytes, ugraph::DeviceLimits().max_shared_memory_per_block);
   jit::CompileOptions options;
   options.arch = "sm_90";
@@ -247,16 +247,26 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   ASSERT_TRUE(source.ok()) << source.status();
   const std::string& code = source->source;
   // The weight tile arrives by 16-byte asynchronous copies, 3 steps ahead
-  // (4 stages of 8 KiB), the product goes straight into its accumulator, and
-  // there is one loop over K.
-  EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring1[issue_stage * 512 + l]"));
+  // (4 stages of 8 KiB, swizzled for ldmatrix), the product runs on tensor
+  // cores and goes straight into its accumulator, and there is one loop
+  // over K.
+  EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring1[issue_stage * 512 + ((l) ^ ((l) / 8 & 7))]"));
   EXPECT_THAT(code, ::testing::HasSubstr("copy_async_wait<3>();"));
-  EXPECT_THAT(code, ::testing::HasSubstr("summed into x3"));
+  EXPECT_THAT(code, ::testing::HasSubstr("summed into x3 after the loop: on tensor cores"));
+  EXPECT_THAT(code, ::testing::HasSubstr("load_b_fragment_trans(fb, &ring1[stage * 512 + ((k * 8 + v) ^"));
+  EXPECT_THAT(code, ::testing::HasSubstr("mma_f16(d2[j], fa, fb);"));
   EXPECT_THAT(code, ::testing::HasSubstr("extern __shared__"));
   EXPECT_EQ(code.find("for (i64 step"), code.rfind("for (i64 step"));
   EXPECT_EQ(source->threads, 256);
   // The tiles in flight count toward the cost model's bytes in flight.
   EXPECT_EQ(source->inflight_bytes, 3 * (128 + 512) * 16);
+}
+
+TEST(TiledCodegen, F32ProductsStayOffTensorCores) {
+  absl::StatusOr<codegen::KernelSource> source = Generate(RmsNormLinear(DType::kF32, 2, 4096, 6144, {.m = 2}));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::Not(::testing::HasSubstr("mma_")));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("in registers"));  // the register form of a direct matmul
 }
 
 TEST(TiledCodegen, LoopTilesTooLargeForTheRingArePrefetchedThroughRegisters) {
