@@ -64,12 +64,13 @@ bool TiledGenerator::PlanMma(int i) {
       cols != vectors * in.width || b_.threads % 32 != 0) {
     return false;
   }
+  const int64_t n8s = cols / 8;
+  if (n8s >= warps ? n8s % warps != 0 : warps % n8s != 0) return false;
+  if (n8s / warps > 8) return false;  // 32 accumulator registers
   MatmulPlan& plan = matmuls_[i];
-  plan.n8s = cols / 8;
-  if (plan.n8s >= warps ? plan.n8s % warps != 0 : warps % plan.n8s != 0) return false;
-  plan.per_warp = std::max<int64_t>(1, plan.n8s / warps);
-  plan.k_groups = std::max<int64_t>(1, warps / plan.n8s);
-  if (plan.per_warp > 8) return false;  // 32 accumulator registers
+  plan.n8s = n8s;
+  plan.per_warp = std::max<int64_t>(1, n8s / warps);
+  plan.k_groups = std::max<int64_t>(1, warps / n8s);
   plan.direct = plan.mma = true;
   plan.rows = rows;
   plan.cols = cols;
