@@ -74,15 +74,18 @@ absl::Status TiledGenerator::PlanLayout(bool ring) {
   }
   if (ring) PlanRing(&loop_registers);
   registers_ = 40 + (48 - loop_registers);
-  // A matmul whose only use is an accumulator adds its product to the
-  // accumulator directly: no product tile, no extra pass.
+  // A matmul or sum whose only use is an accumulator adds its result to
+  // the accumulator directly: no tile of its own, no extra pass (and for a
+  // sum, no barrier between it and the accumulator).
   fused_into_.assign(n, -1);
   fused_.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kAccumulate) continue;
     const int a = op.args[0];
-    if (b_.tile_ops[a].kind == TileOp::Kind::kMatmul && uses[a] == 1) {
+    const TileOp::Kind kind = b_.tile_ops[a].kind;
+    if ((kind == TileOp::Kind::kMatmul || kind == TileOp::Kind::kReduceSum) && uses[a] == 1 &&
+        SameShape(a, static_cast<int>(i))) {
       fused_into_[a] = static_cast<int>(i);
       fused_[i] = true;
     }
@@ -375,32 +378,37 @@ void TiledGenerator::EmitReduce(int i) {
   const std::string element =
       inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
                  : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
+  // Summed into an accumulator (fused_into_), or into its own tile.
+  const int target = fused_into_[i] >= 0 ? fused_into_[i] : i;
+  const std::string store = absl::StrCat(Buffer(target), "[o] ", target == i ? "=" : "+=", " s;");
+  const std::string what =
+      target == i ? "" : absl::StrCat(", added to x", target);
   Read(x, false);
   if (size >= 32) {
     // A warp per output: lanes read neighbouring elements, then combine.
-    Read(i, false);
-    e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": a warp per output");
+    Read(target, false);
+    e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what, ": a warp per output");
     e_.Open(absl::StrCat("for (int o = threadIdx.x / 32; o < ", outputs, "; o += ", b_.threads / 32, ")"));
     e_.Line("float s = 0.0f;");
     e_.Linef("for (int j = threadIdx.x % 32; j < ", length, "; j += 32) s += ", element, ";");
     e_.Line("s = warp_reduce<false>(s);");
-    e_.Linef("if (threadIdx.x % 32 == 0) ", Buffer(i), "[o] = s;");
+    e_.Linef("if (threadIdx.x % 32 == 0) ", store);
     e_.Close();
-    Wrote(i, false);
+    Wrote(target, false);
     return;
   }
-  Read(i, true);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op));
+  Read(target, true);
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what);
   e_.Open(absl::StrCat("for (int o = threadIdx.x; o < ", outputs, "; o += ", b_.threads, ")"));
   e_.Line("float s = 0.0f;");
   e_.Linef("for (int j = 0; j < ", length, "; ++j) s += ", element, ";");
-  e_.Linef(Buffer(i), "[o] = s;");
+  e_.Line(store);
   e_.Close();
-  Wrote(i, true);
+  Wrote(target, true);
 }
 
 void TiledGenerator::EmitAccumulate(int i) {
-  if (fused_[i]) return;  // its matmul adds to it
+  if (fused_[i]) return;  // its matmul or sum adds to it
   const int x = b_.tile_ops[i].args[0];
   Read(x, true);
   Read(i, true);

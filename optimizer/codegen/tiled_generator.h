@@ -189,8 +189,8 @@ class TiledGenerator {
   const BlockGraph& b_;
   std::vector<TileInfo> tiles_;
   std::vector<Phase> phase_;
-  std::vector<int> fused_into_;  // a matmul summed straight into this accumulator, or -1
-  std::vector<bool> fused_;      // an accumulator a matmul updates itself
+  std::vector<int> fused_into_;  // a matmul or sum added straight into this accumulator, or -1
+  std::vector<bool> fused_;      // an accumulator a matmul or sum updates itself
   std::map<int, bool> dirty_;    // buffer -> written linearly
   std::vector<InputPlan> inputs_;  // by tile op (kInput ops only)
 

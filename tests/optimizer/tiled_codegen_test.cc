@@ -255,6 +255,10 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   EXPECT_THAT(code, ::testing::HasSubstr("summed into x3 after the loop: on tensor cores"));
   EXPECT_THAT(code, ::testing::HasSubstr("load_b_fragment_trans(fb, &ring1[stage * 512 + ((k * 8 + v) ^"));
   EXPECT_THAT(code, ::testing::HasSubstr("mma_f16(d2[j], fa, fb);"));
+  // The sum of squares goes straight into its accumulator (no tile, no
+  // barrier between them).
+  EXPECT_THAT(code, ::testing::HasSubstr("reduce_sum axis 1 x4, added to x6"));
+  EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("// x6 += x5")));
   EXPECT_THAT(code, ::testing::HasSubstr("extern __shared__"));
   EXPECT_EQ(code.find("for (i64 step"), code.rfind("for (i64 step"));
   EXPECT_EQ(source->threads, 256);
