@@ -154,7 +154,7 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
     for (const Node* v : o.views) out.views.push_back(trace.IndexOf(v));
     plan->outputs.push_back(std::move(out));
   }
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compiled = Compile(std::move(lowered->graph));
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compiled = CompileValid(std::move(lowered->graph));
   if (!compiled.ok()) return compiled.status();
   plan->compiled = *std::move(compiled);
   return std::shared_ptr<const Plan>(std::move(plan));
@@ -173,6 +173,11 @@ ugraph::DeviceLimits CudaExecutor::limits() const {
 absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor::Compile(
     ugraph::KernelGraph graph) {
   if (absl::Status s = ugraph::Validate(graph, limits()); !s.ok()) return s;
+  return CompileValid(std::move(graph));
+}
+
+absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor::CompileValid(
+    ugraph::KernelGraph graph) {
   auto compiled = std::make_shared<CompiledGraph>();
   compiled->graph = std::move(graph);
   jit::CompileOptions compile;

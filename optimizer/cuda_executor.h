@@ -87,6 +87,8 @@ class CudaExecutor : public Executor {
   absl::StatusOr<std::shared_ptr<const Plan>> PlanFor(const Trace& trace);
   absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const Trace& trace,
                                                         const absl::flat_hash_set<const Node*>& in_place);
+  // Compile() for a graph already validated against limits().
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> CompileValid(ugraph::KernelGraph graph);
 
   jit::CudaContext& context_;
   std::unique_ptr<jit::KernelCache> kernel_cache_;

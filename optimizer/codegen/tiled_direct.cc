@@ -80,20 +80,33 @@ bool TiledGenerator::PlanMma(int i) {
   return true;
 }
 
+void TiledGenerator::DeclareMmaLane() {
+  e_.Line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t2 = (lane & 3) * 2;");
+}
+
+std::string TiledGenerator::MmaTile(int i) const {
+  const MatmulPlan& plan = matmuls_[i];
+  return absl::StrCat(plan.k_groups > 1 ? absl::StrCat("warp % ", plan.n8s) : "warp", " + j * ", b_.threads / 32);
+}
+
+std::string TiledGenerator::MmaGroup(int i) const {
+  const MatmulPlan& plan = matmuls_[i];
+  return plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s) : "0";
+}
+
 void TiledGenerator::EmitMmaMatmul(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];
-  const int64_t warps = b_.threads / 32, v = inputs_[bm].task_sizes[1];
+  const int64_t v = inputs_[bm].task_sizes[1];
   Read(a, false);
   Read(bm, false);  // other threads' copies into the ring
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i], " after the loop: on tensor cores, ",
            plan.per_warp, " n8 tile(s) per warp", plan.k_groups > 1 ? absl::StrCat(", k split ", plan.k_groups, " ways") : "");
   e_.Open("");
-  e_.Line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t2 = (lane & 3) * 2;");
+  DeclareMmaLane();
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
-  const std::string first = plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s) : "0";
-  e_.Open(absl::StrCat("for (int c = ", first, "; c * 16 < ", Length(tiles_[bm].axes[0]), "; c += ", plan.k_groups,
+  e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", Length(tiles_[bm].axes[0]), "; c += ", plan.k_groups,
                        ")"));
   e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
   e_.Line("unsigned fa[4], fb[2];");
@@ -110,7 +123,7 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   e_.Line("const int k = c * 16 + (lane & 15);");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
-  e_.Linef("const int v = ", plan.k_groups > 1 ? absl::StrCat("warp % ", plan.n8s) : "warp", " + j * ", warps, ";");
+  e_.Linef("const int v = ", MmaTile(i), ";");
   e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", v, " + v")), ");");
   e_.Linef("mma_", DTypeSuffix(op.dtype), "(d", i, "[j], fa, fb);");
   e_.Close();
@@ -120,19 +133,16 @@ void TiledGenerator::EmitMmaMatmul(int i) {
 
 void TiledGenerator::EmitMmaFlush(int i) {
   const MatmulPlan& plan = matmuls_[i];
-  const int64_t warps = b_.threads / 32;
   const int target = fused_into_[i];
   const std::string part = absl::StrCat("(scratch + ", direct_scratch_, ")");
   e_.Linef("// x", target, " += x", i, "'s tensor-core sums: fragments to the scratch, k groups added in order");
   Sync();  // the scratch may hold another product's sums
   e_.Open("");
-  e_.Line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t2 = (lane & 3) * 2;");
-  e_.Linef("float* const part = ", part, " + ", plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s) : "0", " * ",
-           16 * plan.cols, ";");
+  DeclareMmaLane();
+  e_.Linef("float* const part = ", part, " + ", MmaGroup(i), " * ", 16 * plan.cols, ";");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
-  e_.Linef("const int n = (", plan.k_groups > 1 ? absl::StrCat("warp % ", plan.n8s) : "warp", " + j * ", warps,
-           ") * 8 + t2;");
+  e_.Linef("const int n = (", MmaTile(i), ") * 8 + t2;");
   e_.Line("#pragma unroll");
   e_.Linef("for (int h = 0; h < 4; ++h) part[(g + 8 * (h / 2)) * ", plan.cols, " + n + h % 2] = d", i, "[j][h];");
   e_.Close();
@@ -155,10 +165,7 @@ void TiledGenerator::EmitDirectMatmul(int i) {
   Read(a, false);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i],
            " after the loop: this thread's B vectors times A's column, in registers");
-  const bool exact = op.dtype == DType::kF32 ||
-                     (b_.tile_ops[a].kind == TileOp::Kind::kInput &&
-                      e_.graph().tensors[b_.inputs[b_.tile_ops[a].input].view.tensor].dtype == op.dtype);
-  const std::string a_value = absl::StrCat(Buffer(a), "[m * ", plan.depth, " + kk]");
+  const std::string a_value = RoundedTo(op.dtype, a, absl::StrCat(Buffer(a), "[m * ", plan.depth, " + kk]"));
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
   e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ", kk = l / ", plan.vectors, ";");
@@ -169,8 +176,7 @@ void TiledGenerator::EmitDirectMatmul(int i) {
   e_.Linef("const uint4 v = ", in.ring ? RingSlot(bm, "stage", "l") : absl::StrCat("cur", bm, "[it]"), ";");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int m = 0; m < ", plan.rows, "; ++m)"));
-  e_.Linef("const float a = ", exact ? a_value : absl::StrCat("round_", DTypeSuffix(op.dtype), "(", a_value, ")"),
-           ";");
+  e_.Linef("const float a = ", a_value, ";");
   e_.Line("#pragma unroll");
   e_.Linef("for (int j = 0; j < ", in.width, "; ++j) d", i, "[m][j] = fmaf(a, bits_to_", DTypeSuffix(in.dtype),
            "(vector_bits(v, j, ", DTypeSize(in.dtype), ")), d", i, "[m][j]);");

@@ -239,6 +239,14 @@ void TiledGenerator::EmitElementwise(int i) {
   Wrote(i, true);
 }
 
+std::string TiledGenerator::RoundedTo(DType dtype, int x, const std::string& v) const {
+  const TileOp& src = b_.tile_ops[x];
+  const bool exact = dtype == DType::kF32 ||
+                     (src.kind == TileOp::Kind::kInput &&
+                      e_.graph().tensors[b_.inputs[src.input].view.tensor].dtype == dtype);
+  return exact ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
+}
+
 void TiledGenerator::PlanMatmul(int i) {
   const TileInfo& out = tiles_[i];
   const TileInfo& a = tiles_[b_.tile_ops[i].args[0]];
@@ -283,14 +291,7 @@ void TiledGenerator::EmitMatmul(int i) {
   const int64_t cols = Useful(out.axes[r - 1]);
   const bool fused = fused_into_[i] >= 0;
   const int target = fused ? fused_into_[i] : i;
-  // Operands are rounded to the product's dtype, unless already stored so.
-  const auto rounded = [&](int x, const std::string& v) {
-    const TileOp& src = b_.tile_ops[x];
-    const bool exact = op.dtype == DType::kF32 ||
-                       (src.kind == TileOp::Kind::kInput &&
-                        e_.graph().tensors[b_.inputs[src.input].view.tensor].dtype == op.dtype);
-    return exact ? v : absl::StrCat("round_", DTypeSuffix(op.dtype), "(", v, ")");
-  };
+  const auto rounded = [&](int x, const std::string& v) { return RoundedTo(op.dtype, x, v); };
   Read(a, false);
   Read(bm, false);
   Read(target, false);
@@ -555,12 +556,7 @@ absl::Status TiledGenerator::Generate() {
     EmitPrefetch(/*first=*/true);
     EmitRingPrologue();
     e_.Open("for (i64 step = step_begin; step < step_end; ++step)");
-    if (loop_axes) {
-      const int64_t tile = b_.forloop.tile;
-      const std::string extent = e_.DimExpr(b_.forloop.extent[0]);
-      e_.Linef("const i64 k0 = step * ", tile, ";");
-      e_.Linef("const i64 kn = ", extent, " - k0 < ", tile, " ? ", extent, " - k0 : ", tile, ";");
-    }
+    if (loop_axes) EmitStepRange("k0", "kn", "step", /*guarded=*/false);
     // What is dirty before the loop stays so for what follows it: the
     // loop may run no step.
     const std::map<int, bool> before = dirty_;

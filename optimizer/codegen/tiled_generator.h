@@ -85,6 +85,10 @@ class TiledGenerator {
   // Issues the staged loop tiles' loads for the first step (before the
   // loop) or the next one (inside it).
   void EmitPrefetch(bool first);
+  // Declares `start` and `length`: the first loop coordinate of step
+  // `step` and how many of its elements are in range; with `guarded`, none
+  // past this block's last step (step_end).
+  void EmitStepRange(const std::string& start, const std::string& length, const std::string& step, bool guarded);
 
   // The ring: the loop's vector tiles copied asynchronously (cp.async) into
   // `stages_` shared-memory stages, so that a block has stages_ - 1 steps'
@@ -163,6 +167,10 @@ class TiledGenerator {
   // "c0 < n1 && ..." over the axes that can have tails; empty when none.
   std::string InRange(const TileInfo& t, const std::vector<std::string>& coords, int skip = -1) const;
 
+  // Value `v` of tile x as a product in `dtype` takes it: rounded to dtype,
+  // unless dtype is f32 or x is an input stored in dtype already.
+  std::string RoundedTo(DType dtype, int x, const std::string& v) const;
+
   std::string Buffer(int i) const { return absl::StrCat("x", i); }
   std::string Raw(int i) const { return absl::StrCat("raw", i); }
 
@@ -227,6 +235,12 @@ class TiledGenerator {
   bool PlanMma(int i);
   void EmitMmaMatmul(int i);
   void EmitMmaFlush(int i);
+  // Declares the lane's fragment coordinates (lane, warp, g, t2).
+  void DeclareMmaLane();
+  // Expressions for matmul i: the n8 tile warp `warp` takes as its j-th,
+  // and its k group.
+  std::string MmaTile(int i) const;
+  std::string MmaGroup(int i) const;
   int64_t direct_scratch_ = -1;  // offset of the flush's partial sums in `scratch`
   int64_t registers_ = 40;
   void PlanMatmul(int i);

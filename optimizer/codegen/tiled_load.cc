@@ -186,22 +186,11 @@ void TiledGenerator::EmitPrefetch(bool first) {
   bool any = false;
   for (size_t i = 0; i < n; ++i) any = any || prefetched(i);
   if (!any) return;
-  const int64_t tile = b_.forloop.tile;
-  const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
   loop_start_ = first ? "kf" : "k1";
   loop_length_ = first ? "kn0" : "kn1";
   // Past this block's last step every element is out of range: no loads.
-  if (first) {
-    e_.Line("// the first step's loop tiles");
-    e_.Linef("const i64 kf = step_begin * ", tile, ";");
-    e_.Linef("const i64 kn0 = step_begin >= step_end ? 0LL : ", extent, " - kf < ", tile, " ? ", extent,
-             " - kf : ", tile, ";");
-  } else {
-    e_.Line("// the next step's loop tiles, loaded while this step computes");
-    e_.Linef("const i64 k1 = k0 + ", tile, ";");
-    e_.Linef("const i64 kn1 = step + 1 >= step_end ? 0LL : ", extent, " - k1 < ", tile, " ? ", extent, " - k1 : ",
-             tile, ";");
-  }
+  e_.Line(first ? "// the first step's loop tiles" : "// the next step's loop tiles, loaded while this step computes");
+  EmitStepRange(loop_start_, loop_length_, first ? "step_begin" : "step + 1", /*guarded=*/true);
   for (size_t i = 0; i < n; ++i) {
     if (!prefetched(i)) continue;
     if (first) DeclareRaw(static_cast<int>(i));
@@ -232,12 +221,18 @@ void TiledGenerator::PlanRing(int64_t* loop_registers) {
   }
 }
 
-void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {
+void TiledGenerator::EmitStepRange(const std::string& start, const std::string& length, const std::string& step,
+                                   bool guarded) {
   const int64_t tile = b_.forloop.tile;
   const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
-  e_.Linef("const i64 kr = (", step, ") * ", tile, ";");
-  e_.Linef("const i64 knr = ", step, " >= step_end ? 0LL : ", extent, " - kr < ", tile, " ? ", extent, " - kr : ",
-           tile, ";");
+  const bool compound = step.find(' ') != std::string::npos;
+  e_.Linef("const i64 ", start, " = ", compound ? absl::StrCat("(", step, ")") : step, " * ", tile, ";");
+  e_.Linef("const i64 ", length, " = ", guarded ? absl::StrCat(step, " >= step_end ? 0LL : ") : "", extent, " - ",
+           start, " < ", tile, " ? ", extent, " - ", start, " : ", tile, ";");
+}
+
+void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {
+  EmitStepRange("kr", "knr", step, /*guarded=*/true);
   e_.Linef("const int issue_stage = ", stage, ";");
   loop_start_ = "kr";
   loop_length_ = "knr";

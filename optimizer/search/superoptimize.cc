@@ -125,15 +125,12 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
     if (!source.ok()) return 1e30;
     const double resident = static_cast<double>(std::max<int64_t>(1, source->min_blocks));
     double unique_bytes = 0, step_bytes = 0, other_bytes = 0, flops = 0;
-    for (int t : graph.kernels[k].inputs) {
-      double n = static_cast<double>(DTypeSize(graph.tensors[t].dtype));
-      for (const Dim& d : graph.tensors[t].shape) n *= static_cast<double>(NominalSize(d));
-      unique_bytes += n;
-    }
-    for (int t : graph.kernels[k].outputs) {
-      double n = static_cast<double>(DTypeSize(graph.tensors[t].dtype));
-      for (const Dim& d : graph.tensors[t].shape) n *= static_cast<double>(NominalSize(d));
-      unique_bytes += n;
+    for (const std::vector<int>* tensors : {&graph.kernels[k].inputs, &graph.kernels[k].outputs}) {
+      for (int t : *tensors) {
+        double n = static_cast<double>(DTypeSize(graph.tensors[t].dtype));
+        for (const Dim& d : graph.tensors[t].shape) n *= static_cast<double>(NominalSize(d));
+        unique_bytes += n;
+      }
     }
     for (size_t i = 0; i < b.tile_ops.size(); ++i) {
       const ugraph::TileInfo& t = (*tiles)[i];
@@ -161,9 +158,9 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
       bytes += 0.2 * static_cast<double>(ugraph::SplitWorkspaceBytesPerPoint(b)) * blocks / split;
       combine_us = 1;
     }
-    // A block has a loop step's staged tiles in flight (the next step's
-    // loads overlap this step's work); blocks beyond what the SMs hold wait for
-    // a later wave, and the last wave may run part-full.
+    // A block has the generated kernel's bytes in flight (a loop step's
+    // prefetched tiles, or the ring's steps ahead); blocks beyond what the
+    // SMs hold wait for a later wave, and the last wave may run part-full.
     const double concurrent = std::min(blocks, kSms * resident);
     const double waves = std::ceil(blocks / concurrent);
     const double inflight = source->inflight_bytes > 0 ? static_cast<double>(source->inflight_bytes)
