@@ -153,6 +153,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   int64_t dynamic_shared_bytes = 0, workspace_bytes_per_point = 0;
   int64_t min_blocks = 1;  // resident blocks per SM the registers must allow
   int64_t inflight_bytes = 0;
+  MatmulPath matmul_path = MatmulPath::kNone;
   switch (b.kind) {
     case BlockKind::kPointwise:
       GeneratePointwise(e, b);
@@ -170,6 +171,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       workspace_bytes_per_point = tiled->workspace_bytes_per_point;
       min_blocks = tiled->min_blocks;
       inflight_bytes = tiled->inflight_bytes;
+      matmul_path = tiled->matmul_path;
       break;
     }
   }
@@ -181,6 +183,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.workspace_bytes_per_point = workspace_bytes_per_point;
   out.min_blocks = min_blocks;
   out.inflight_bytes = inflight_bytes;
+  out.matmul_path = matmul_path;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
   out.source = absl::StrCat(

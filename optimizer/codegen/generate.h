@@ -16,6 +16,14 @@ namespace kiln::codegen {
 
 inline constexpr char kKernelName[] = "kiln_kernel";
 
+// How a kernel's slowest matmul runs (the cost model's compute rate).
+enum class MatmulPath {
+  kNone,          // no matmul, or not known
+  kTensorCores,   // mma.sync from the ring
+  kRegisters,     // FMAs on B vectors in registers (direct)
+  kSharedMemory,  // FMAs on f32 tiles in shared memory
+};
+
 struct KernelSource {
   std::string source;
   // The kernel takes one struct: { char* t[]; long long s[]; int* err;
@@ -29,6 +37,7 @@ struct KernelSource {
   // Bytes a block has requested from memory at once in a loop step (its
   // staged loads; one load per thread for the others). 0: not known.
   int64_t inflight_bytes = 0;
+  MatmulPath matmul_path = MatmulPath::kNone;
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a

@@ -13,6 +13,9 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   int64_t registers = 64;  // the sums all direct matmuls keep per thread
   int64_t flush = 0;
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (register_sum_[i] >= 0) flush = std::max(flush, inputs_[register_sum_[i]].tasks);
+  }
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] < 0) continue;
     const int a = op.args[0], bm = op.args[1];
@@ -28,6 +31,7 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     if (PlanMma(static_cast<int>(i))) {
       const MatmulPlan& plan = matmuls_[i];
       flush = std::max(flush, plan.k_groups * 16 * plan.cols);
+      PlanARing(static_cast<int>(i));
       continue;
     }
     const int64_t rows = out.axes[0].size, vectors = in.task_sizes[1];
@@ -43,6 +47,7 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     inputs_[bm].direct = true;
     registers_ += rows * in.width + 4 * (in.ring ? 1 : in.per_thread);
     flush = std::max(flush, b_.threads * in.width);
+    PlanARing(static_cast<int>(i));
   }
   if (flush > 0) {
     direct_scratch_ = scratch_;
@@ -75,9 +80,31 @@ bool TiledGenerator::PlanMma(int i) {
   plan.rows = rows;
   plan.cols = cols;
   plan.depth = depth;
-  in.direct = in.swizzle = true;
+  in.direct = in.swizzle = in.cross_read = true;
   registers_ += 4 * plan.per_warp + 12;
   return true;
+}
+
+void TiledGenerator::PlanARing(int i) {
+  const TileOp& op = b_.tile_ops[i];
+  MatmulPlan& plan = matmuls_[i];
+  const int a = op.args[0];
+  if (b_.tile_ops[a].kind != TileOp::Kind::kInput) return;
+  InputPlan& in = inputs_[a];
+  // Rows of vectors along k, in row-major order, exactly the product's.
+  if (!in.ring || in.task_sizes.size() != 2 || in.order != std::vector<int>{0, 1} || tiles_[a].axes.size() != 2 ||
+      tiles_[a].axes[0].size != plan.rows || tiles_[a].axes[1].size != plan.depth) {
+    return;
+  }
+  if (plan.mma) {
+    // ldmatrix reads 8 rows of 16 bytes, conflict-free where the ring is
+    // swizzled (8 vectors a row at least); the elements are the operands
+    // as they are (no rounding).
+    if (in.dtype != op.dtype || in.task_sizes[1] % 8 != 0) return;
+    in.swizzle = true;
+  }
+  in.cross_read = true;
+  plan.a_ring = true;
 }
 
 void TiledGenerator::DeclareMmaLane() {
@@ -99,7 +126,7 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];
   const int64_t v = inputs_[bm].task_sizes[1];
-  Read(a, false);
+  if (!plan.a_ring) Read(a, false);
   Read(bm, false);  // other threads' copies into the ring
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i], " after the loop: on tensor cores, ",
            plan.per_warp, " n8 tile(s) per warp", plan.k_groups > 1 ? absl::StrCat(", k split ", plan.k_groups, " ways") : "");
@@ -108,18 +135,29 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
   e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", Length(tiles_[bm].axes[0]), "; c += ", plan.k_groups,
                        ")"));
-  e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
   e_.Line("unsigned fa[4], fb[2];");
-  // Rows past the tile's are zeros.
-  const auto a_pair = [&](const std::string& row, int64_t highest, int col) {
-    const std::string at = absl::StrCat("pa[(", row, ") * ", plan.depth, " + ", col, "]");
-    const std::string value = absl::StrCat(pack, "(", at, ", pa[(", row, ") * ", plan.depth, " + ", col + 1, "])");
-    return highest < plan.rows ? value : absl::StrCat("(", row, ") < ", plan.rows, " ? ", value, " : 0u");
-  };
-  e_.Linef("fa[0] = ", a_pair("g", 7, 0), ";");
-  e_.Linef("fa[1] = ", a_pair("g + 8", 15, 0), ";");
-  e_.Linef("fa[2] = ", a_pair("g", 7, 8), ";");
-  e_.Linef("fa[3] = ", a_pair("g + 8", 15, 8), ";");
+  if (plan.a_ring) {
+    // Lane q * 8 + r gives row r (+ 8 for odd q) of 8x8 matrix q; rows
+    // past the tile's read row 0 (their products are never used).
+    const int64_t va = inputs_[a].task_sizes[1];
+    const bool x4 = plan.rows > 8;
+    e_.Linef("const int q = lane >> 3, ar = (lane & 7)", x4 ? " + (q & 1) * 8" : "", ";");
+    const std::string row = plan.rows == (x4 ? 16 : 8) ? "ar" : absl::StrCat("(ar < ", plan.rows, " ? ar : 0)");
+    e_.Linef("load_a_fragment_", x4 ? "x4" : "x2", "(fa, &",
+             RingSlot(a, "stage", absl::StrCat(row, " * ", va, " + c * 2 + ", x4 ? "(q >> 1)" : "(q & 1)")), ");");
+  } else {
+    e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
+    // Rows past the tile's are zeros.
+    const auto a_pair = [&](const std::string& row, int64_t highest, int col) {
+      const std::string at = absl::StrCat("pa[(", row, ") * ", plan.depth, " + ", col, "]");
+      const std::string value = absl::StrCat(pack, "(", at, ", pa[(", row, ") * ", plan.depth, " + ", col + 1, "])");
+      return highest < plan.rows ? value : absl::StrCat("(", row, ") < ", plan.rows, " ? ", value, " : 0u");
+    };
+    e_.Linef("fa[0] = ", a_pair("g", 7, 0), ";");
+    e_.Linef("fa[1] = ", a_pair("g + 8", 15, 0), ";");
+    e_.Linef("fa[2] = ", a_pair("g", 7, 8), ";");
+    e_.Linef("fa[3] = ", a_pair("g + 8", 15, 8), ";");
+  }
   e_.Line("const int k = c * 16 + (lane & 15);");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
@@ -162,10 +200,13 @@ void TiledGenerator::EmitDirectMatmul(int i) {
   if (plan.mma) return EmitMmaMatmul(i);
   const int a = op.args[0], bm = op.args[1];
   const InputPlan& in = inputs_[bm];
-  Read(a, false);
+  if (!plan.a_ring) Read(a, false);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i],
-           " after the loop: this thread's B vectors times A's column, in registers");
-  const std::string a_value = RoundedTo(op.dtype, a, absl::StrCat(Buffer(a), "[m * ", plan.depth, " + kk]"));
+           " after the loop: this thread's B vectors times A's column", plan.a_ring ? " (from its ring)" : "",
+           ", in registers");
+  const std::string a_value = RoundedTo(
+      op.dtype, a,
+      plan.a_ring ? RingElement(a, "stage", "m", "kk") : absl::StrCat(Buffer(a), "[m * ", plan.depth, " + kk]"));
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
   e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ", kk = l / ", plan.vectors, ";");

@@ -29,12 +29,23 @@ namespace kiln::codegen {
 namespace tiled_internal {
 
 absl::Status TiledGenerator::Plan() {
-  // A ring that leaves the tiles too little shared memory is dropped.
-  if (absl::Status s = PlanLayout(/*ring=*/true); s.ok() || stages_ == 0) return s;
-  return PlanLayout(/*ring=*/false);
+  // The ring's stages: the most loop steps in flight per SM (stages - 1
+  // per block, times the blocks an SM holds), fewer stages on a tie (more
+  // blocks hide each other's barriers). A ring that leaves the tiles too
+  // little shared memory is dropped.
+  int64_t best = 0, best_score = 0;
+  for (int64_t max_stages = 4; max_stages >= 2; --max_stages) {
+    if (!PlanLayout(max_stages).ok() || stages_ < max_stages) continue;
+    const int64_t score = (stages_ - 1) * BlocksPerSm(b_.threads, shared_bytes(), registers_);
+    if (score >= best_score) {
+      best = max_stages;
+      best_score = score;
+    }
+  }
+  return PlanLayout(best);
 }
 
-absl::Status TiledGenerator::PlanLayout(bool ring) {
+absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   const size_t n = b_.tile_ops.size();
   buffers_ = scratch_ = stages_ = ring_floats_ = 0;
   direct_scratch_ = -1;
@@ -72,7 +83,7 @@ absl::Status TiledGenerator::PlanLayout(bool ring) {
     if (b_.tile_ops[i].kind != TileOp::Kind::kInput) continue;
     PlanInput(static_cast<int>(i), tiles_[i].in_loop ? &loop_registers : &other_registers);
   }
-  if (ring) PlanRing(&loop_registers);
+  if (max_stages >= 2) PlanRing(max_stages, &loop_registers);
   registers_ = 40 + (48 - loop_registers);
   // A matmul or sum whose only use is an accumulator adds its result to
   // the accumulator directly: no tile of its own, no extra pass (and for a
@@ -90,15 +101,18 @@ absl::Status TiledGenerator::PlanLayout(bool ring) {
       fused_[i] = true;
     }
   }
+  PlanRegisterSums();
   matmuls_.assign(n, MatmulPlan{});
   PlanDirect(uses);
-  // A buffer per tile but constants (literals), products summed straight
-  // into their accumulator and tiles direct matmuls read from registers,
-  // each 16-byte aligned for vector reads.
+  PlanNeeded();
+  // A buffer per tile but constants (literals), products and sums added
+  // straight into their accumulator, tiles read only from registers or the
+  // ring, and ops nothing needs; each 16-byte aligned for vector reads.
   offsets_.assign(n, -1);
   for (size_t i = 0; i < n; ++i) {
-    const bool direct = b_.tile_ops[i].kind == TileOp::Kind::kInput && inputs_[i].direct;
-    if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || direct) continue;
+    const bool input = b_.tile_ops[i].kind == TileOp::Kind::kInput;
+    const bool untiled = input ? inputs_[i].direct || !inputs_[i].tile : !needed_[i];
+    if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || untiled) continue;
     offsets_[i] = buffers_;
     buffers_ += tiles_[i].padded_floats();
   }
@@ -128,17 +142,56 @@ absl::Status TiledGenerator::PlanLayout(bool ring) {
   return absl::OkStatus();
 }
 
+MatmulPath TiledGenerator::matmul_path() const {
+  MatmulPath path = MatmulPath::kNone;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !needed_[i]) continue;
+    const MatmulPath p = matmuls_[i].mma      ? MatmulPath::kTensorCores
+                         : matmuls_[i].direct ? MatmulPath::kRegisters
+                                              : MatmulPath::kSharedMemory;
+    path = std::max(path, p);  // the enum runs fastest to slowest
+  }
+  return path;
+}
+
 void TiledGenerator::Read(int buffer, bool same_element) {
   auto it = dirty_.find(buffer);
   if (it == dirty_.end() || (same_element && it->second)) return;
   Sync();
 }
 
-void TiledGenerator::Wrote(int buffer, bool linear) { dirty_[buffer] = linear; }
+void TiledGenerator::Wrote(int buffer, bool linear) {
+  dirty_[buffer] = linear;
+  step_wrote_ = true;
+}
 
 void TiledGenerator::Sync() {
   e_.Line("__syncthreads();");
   dirty_.clear();
+  ++syncs_;
+}
+
+void TiledGenerator::PlanNeeded() {
+  const size_t n = b_.tile_ops.size();
+  needed_.assign(n, false);
+  for (const ugraph::OutputSaver& o : b_.outputs) needed_[o.value] = true;
+  for (size_t i = 0; i < n; ++i) needed_[i] = needed_[i] || b_.tile_ops[i].kind == TileOp::Kind::kAccumulate;
+  for (size_t i = n; i-- > 0;) {
+    const TileOp& op = b_.tile_ops[i];
+    if (!needed_[i] || (op.kind == TileOp::Kind::kReduceSum && register_sum_[i] >= 0)) continue;
+    for (size_t k = 0; k < op.args.size(); ++k) {
+      const MatmulPlan* plan = op.kind == TileOp::Kind::kMatmul ? &matmuls_[i] : nullptr;
+      // A direct matmul reads B from registers or the ring, and A too
+      // where it can.
+      if (plan != nullptr && plan->direct && (k == 1 || plan->a_ring)) continue;
+      needed_[op.args[k]] = true;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (b_.tile_ops[i].kind == TileOp::Kind::kInput && inputs_[i].ring && !inputs_[i].direct) {
+      inputs_[i].tile = needed_[i];
+    }
+  }
 }
 
 int64_t TiledGenerator::Useful(const TileAxis& a) {
@@ -368,6 +421,7 @@ void TiledGenerator::EmitMatmul(int i) {
 }
 
 void TiledGenerator::EmitReduce(int i) {
+  if (register_sum_[i] >= 0) return EmitRegisterSum(i);
   const TileOp& op = b_.tile_ops[i];
   const int x = op.args[0];
   const std::vector<int64_t> in = Sizes(tiles_[x]);
@@ -452,7 +506,7 @@ void TiledGenerator::EmitPhase(Phase phase) {
   }
   if (phase == Phase::kLoop) EmitPrefetch(/*first=*/false);
   for (size_t i = 0; i < n; ++i) {
-    if (phase_[i] == phase && b_.tile_ops[i].kind != TileOp::Kind::kInput) EmitOp(static_cast<int>(i));
+    if (phase_[i] == phase && b_.tile_ops[i].kind != TileOp::Kind::kInput && needed_[i]) EmitOp(static_cast<int>(i));
   }
 }
 
@@ -517,8 +571,9 @@ absl::Status TiledGenerator::Generate() {
     if (grid_axes[g]) {
       const std::string extent = e_.DimExpr(d.extent[0]);
       e_.Linef("const i64 s", g, " = bg", g, " * ", d.tile, ";");
-      e_.Linef("const i64 n", g, " = ", extent, " - s", g, " < ", d.tile, " ? ", extent, " - s", g, " : ",
-               d.tile, ";");
+      // In-range lengths are at most a tile: ints (cheaper compares).
+      e_.Linef("const int n", g, " = static_cast<int>(", extent, " - s", g, " < ", d.tile, " ? ", extent, " - s", g,
+               " : ", d.tile, ");");
     }
   }
   if (opened == 0) e_.Open("");
@@ -553,6 +608,11 @@ absl::Status TiledGenerator::Generate() {
       e_.Linef("float d", i, "[", matmuls_[i].rows, "][", inputs_[b_.tile_ops[i].args[1]].width,
                "] = {};  // x", i, "'s sums in registers");
     }
+    for (size_t i = 0; i < n; ++i) {
+      if (register_sum_[i] < 0) continue;
+      e_.Linef("float rs", i, "[", inputs_[register_sum_[i]].per_thread, "] = {};  // x", i,
+               "'s partial sums in registers");
+    }
     EmitPrefetch(/*first=*/true);
     EmitRingPrologue();
     e_.Open("for (i64 step = step_begin; step < step_end; ++step)");
@@ -560,11 +620,17 @@ absl::Status TiledGenerator::Generate() {
     // What is dirty before the loop stays so for what follows it: the
     // loop may run no step.
     const std::map<int, bool> before = dirty_;
+    const int64_t syncs = syncs_;
+    step_wrote_ = false;
     EmitPhase(Phase::kLoop);
-    Sync();  // the next step overwrites the step tiles
+    // The next step overwrites the step's tiles (a step that writes no
+    // shared memory but the ring's needs no barrier here: see BarrierFirst).
+    if (step_wrote_) Sync();
+    step_barriers_ = syncs_ - syncs;
     e_.Close();
     if (stages_ > 0) e_.Line("copy_async_wait<0>();  // the copies of steps past the end");
     dirty_ = before;
+    EmitRegisterSumFlush();
     EmitDirectFlush();
   }
   if (split_axis >= 0) {
@@ -605,9 +671,13 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = ", Buffer(i), "[l];");
     e_.Close();
   });
-  e_.Line("__threadfence();");
+  // The barrier orders every thread's partials before thread 0's fence,
+  // which makes them visible to the GPU before it counts this block.
   Sync();
-  e_.Linef("if (threadIdx.x == 0) split_last = atomicAdd(counters + point, 1u) == ", b_.loop_split - 1, "u;");
+  e_.Open("if (threadIdx.x == 0)");
+  e_.Line("__threadfence();");
+  e_.Linef("split_last = atomicAdd(counters + point, 1u) == ", b_.loop_split - 1, "u;");
+  e_.Close();
   Sync();
   e_.Open("if (split_last)");
   e_.Line("__threadfence();");
@@ -639,13 +709,10 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.shared_bytes = generator.shared_bytes();
   out.workspace_bytes_per_point = ugraph::SplitWorkspaceBytesPerPoint(block);
   out.inflight_bytes = generator.inflight_bytes();
+  out.matmul_path = generator.matmul_path();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.
-  constexpr int64_t kSharedPerSm = 228 * 1024, kReservedPerBlock = 1024, kRegistersPerSm = 65536;
-  const int64_t registers = (generator.registers() + 7) / 8 * 8;
-  out.min_blocks = std::max<int64_t>(
-      1, std::min<int64_t>({1024 / block.threads, kSharedPerSm / (out.shared_bytes + kReservedPerBlock),
-                   kRegistersPerSm / (block.threads * registers)}));
+  out.min_blocks = tiled_internal::BlocksPerSm(block.threads, out.shared_bytes, generator.registers());
   return out;
 }
 

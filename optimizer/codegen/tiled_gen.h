@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "optimizer/codegen/emitter.h"
+#include "optimizer/codegen/generate.h"
 
 namespace kiln::codegen {
 
@@ -23,6 +24,7 @@ struct TiledKernel {
   int64_t min_blocks = 1;
   // Bytes a block has requested at once in a loop step (KernelSource).
   int64_t inflight_bytes = 0;
+  MatmulPath matmul_path = MatmulPath::kNone;
 };
 
 // Emits the kernel body.

@@ -4,6 +4,7 @@
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "optimizer/codegen/emitter.h"
+#include "optimizer/codegen/generate.h"
 #include "optimizer/tile_analysis.h"
 #include "optimizer/ugraph.h"
 
@@ -22,6 +24,7 @@ using ugraph::TileAxis;
 using ugraph::TileInfo;
 using ugraph::TileOp;
 using Source = TileAxis::Source;
+using codegen::MatmulPath;
 
 inline bool IsFloatStorage(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
@@ -57,6 +60,15 @@ inline std::string RowMajor(const std::vector<int64_t>& sizes, const std::vector
   return out.empty() ? "0" : out;
 }
 
+// Blocks of `threads` threads an SM holds at once, given the shared memory
+// and registers (per thread) each needs: what a kernel's launch bounds ask.
+inline int64_t BlocksPerSm(int64_t threads, int64_t shared_bytes, int64_t registers) {
+  constexpr int64_t kSharedPerSm = 228 * 1024, kReservedPerBlock = 1024, kRegistersPerSm = 65536;
+  const int64_t rounded = (registers + 7) / 8 * 8;
+  return std::max<int64_t>(1, std::min<int64_t>({1024 / threads, kSharedPerSm / (shared_bytes + kReservedPerBlock),
+                                                 kRegistersPerSm / (threads * rounded)}));
+}
+
 class TiledGenerator {
  public:
   TiledGenerator(Emitter& e, const BlockGraph& b, std::vector<TileInfo> tiles)
@@ -71,13 +83,17 @@ class TiledGenerator {
   // Bytes a block has requested at once in a loop step: the staged loop
   // tiles whole, one load per thread of the others.
   int64_t inflight_bytes() const;
+  // How the slowest of its matmuls runs.
+  MatmulPath matmul_path() const;
+  // __syncthreads a loop step takes.
+  int64_t step_barriers() const { return step_barriers_; }
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
 
   // Plans with a ring of loop tiles where one fits, else without.
   absl::Status Plan();
-  absl::Status PlanLayout(bool ring);
+  absl::Status PlanLayout(int64_t max_stages);
   void EmitOp(int i);
   // The ops of one phase, its input tiles first: their loads go out
   // together and one barrier covers them all.
@@ -97,7 +113,12 @@ class TiledGenerator {
   // so a stage is reused without a barrier. PlanRing marks the inputs;
   // EmitRingPrologue issues the first stages_ - 1 steps before the loop,
   // EmitRingStep the step stages_ - 1 ahead and waits for this one.
-  void PlanRing(int64_t* loop_registers);
+  // Up to `max_stages` stages (Plan picks the count).
+  void PlanRing(int64_t max_stages, int64_t* loop_registers);
+  // Whether some ring is read by threads other than the one that copied
+  // it; then a step waits for its stage, takes a barrier, and only then
+  // issues the copies that reuse the previous step's stage.
+  bool BarrierFirst() const;
   void EmitRingIssue(const std::string& step, const std::string& stage);
   void EmitRingPrologue();
   void EmitRingStep();
@@ -111,6 +132,9 @@ class TiledGenerator {
         plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes[1], " & 7))") : task;
     return absl::StrCat("ring", i, "[", stage, " * ", plan.tasks, " + ", slot, "]");
   }
+  // Element (row, col) of input i's rank-2 ring tile at `stage`, widened to
+  // f32 (vectors run along its last axis, tasks in row-major order).
+  std::string RingElement(int i, const std::string& stage, const std::string& row, const std::string& col) const;
 
   // Input tiles. A staged input issues its loads into registers (raw bits)
   // and converts them into its buffer later, so that a thread has all its
@@ -191,6 +215,12 @@ class TiledGenerator {
     bool ring = false;
     int64_t ring_offset = -1;
     bool swizzle = false;  // see RingSlot
+    // Read by threads other than the one that copied it (ldmatrix, or A of
+    // a direct matmul): the step's barrier comes before its reads.
+    bool cross_read = false;
+    // Widened into its f32 tile; false where every reader takes its values
+    // from the ring (direct matmuls, sums of it computed in registers).
+    bool tile = true;
   };
 
   Emitter& e_;
@@ -221,6 +251,9 @@ class TiledGenerator {
     // warps, the k chunks of 16 w / n8s (mod k_groups).
     bool mma = false;
     int64_t n8s = 0, per_warp = 1, k_groups = 1;
+    // A read straight from its ring (16-bit, no f32 tile): by ldmatrix on
+    // tensor cores (the ring swizzled), element by element otherwise.
+    bool a_ring = false;
   };
   // A matmul summed into an accumulator whose B is a loop tile that only
   // it reads, loaded as 16-byte vectors along N, with few rows of A: each
@@ -241,6 +274,28 @@ class TiledGenerator {
   // and its k group.
   std::string MmaTile(int i) const;
   std::string MmaGroup(int i) const;
+  // Where A may be read from its ring (sets MatmulPlan::a_ring).
+  void PlanARing(int i);
+  // Sums fused into an accumulator whose operand is an elementwise chain
+  // of one ring tile (and constants), summed along its last axis: each
+  // thread sums the chain over the vectors it copied, in registers, for
+  // the whole loop (no tile, no barrier); after the loop the threads'
+  // partial sums are added in task order (EmitRegisterSumFlush).
+  void PlanRegisterSums();
+  // The ring input chain x reads, or -1 where x is no such chain.
+  int ChainSource(int x) const;
+  // The chain x's value at one element whose ring value is `value`.
+  std::string ChainValue(int x, const std::string& value) const;
+  void EmitRegisterSum(int i);
+  void EmitRegisterSumFlush();
+  // Which ops must run: outputs, accumulators, and what they read, less
+  // what is read from the ring instead of a tile (sets InputPlan::tile).
+  void PlanNeeded();
+  std::vector<int> register_sum_;  // by reduce op: its chain's ring input, or -1
+  std::vector<bool> needed_;
+  bool step_wrote_ = false;      // a loop step wrote shared memory
+  int64_t syncs_ = 0;            // __syncthreads emitted
+  int64_t step_barriers_ = 0;    // __syncthreads in a loop step
   int64_t direct_scratch_ = -1;  // offset of the flush's partial sums in `scratch`
   int64_t registers_ = 40;
   void PlanMatmul(int i);

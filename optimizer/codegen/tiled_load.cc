@@ -124,6 +124,10 @@ void TiledGenerator::EmitConvert(int i, const std::string& task, const std::stri
 
 void TiledGenerator::EmitStaged(int i, bool issue) {
   const InputPlan& plan = inputs_[i];
+  if (!issue && plan.ring && !plan.tile && !plan.direct) {
+    e_.Linef("// x", i, ": read from the ring by its users (no tile)");
+    return;
+  }
   if (!issue && plan.direct && plan.ring) {
     e_.Linef("// x", i, ": the direct matmul reads this step's vectors from the ring");
     return;
@@ -200,10 +204,11 @@ void TiledGenerator::EmitPrefetch(bool first) {
   loop_length_ = "kn";
 }
 
-void TiledGenerator::PlanRing(int64_t* loop_registers) {
-  // Up to 4 stages in 96 KiB: 3 steps in flight where the tiles are small
-  // (most of what a streaming kernel needs), at least 2 stages or no ring.
-  constexpr int64_t kMaxStages = 4, kRingBytes = 96 * 1024;
+void TiledGenerator::PlanRing(int64_t max_stages, int64_t* loop_registers) {
+  // Up to max_stages stages in 96 KiB: 3 steps in flight where the tiles
+  // are small (most of what a streaming kernel needs), at least 2 stages or
+  // no ring.
+  constexpr int64_t kRingBytes = 96 * 1024;
   const auto eligible = [&](size_t i) {
     return b_.tile_ops[i].kind == TileOp::Kind::kInput && phase_[i] == Phase::kLoop && inputs_[i].width > 1;
   };
@@ -212,7 +217,7 @@ void TiledGenerator::PlanRing(int64_t* loop_registers) {
     if (eligible(i)) step_bytes += 16 * inputs_[i].tasks;
   }
   if (step_bytes == 0 || kRingBytes / step_bytes < 2) return;
-  stages_ = std::min(kMaxStages, kRingBytes / step_bytes);
+  stages_ = std::min(max_stages, kRingBytes / step_bytes);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (!eligible(i)) continue;
     InputPlan& plan = inputs_[i];
@@ -227,8 +232,8 @@ void TiledGenerator::EmitStepRange(const std::string& start, const std::string& 
   const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
   const bool compound = step.find(' ') != std::string::npos;
   e_.Linef("const i64 ", start, " = ", compound ? absl::StrCat("(", step, ")") : step, " * ", tile, ";");
-  e_.Linef("const i64 ", length, " = ", guarded ? absl::StrCat(step, " >= step_end ? 0LL : ") : "", extent, " - ",
-           start, " < ", tile, " ? ", extent, " - ", start, " : ", tile, ";");
+  e_.Linef("const int ", length, " = static_cast<int>(", guarded ? absl::StrCat(step, " >= step_end ? 0LL : ") : "",
+           extent, " - ", start, " < ", tile, " ? ", extent, " - ", start, " : ", tile, ");");
 }
 
 void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {
@@ -236,9 +241,12 @@ void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& s
   e_.Linef("const int issue_stage = ", stage, ";");
   loop_start_ = "kr";
   loop_length_ = "knr";
+  // Steps past this block's last are never read: no copies (an empty group).
+  e_.Open("if (knr > 0)");
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (inputs_[i].ring) EmitStaged(static_cast<int>(i), /*issue=*/true);
   }
+  e_.Close();
   loop_start_ = "k0";
   loop_length_ = "kn";
   e_.Line("copy_async_commit();");
@@ -253,19 +261,50 @@ void TiledGenerator::EmitRingPrologue() {
   e_.Close();
 }
 
+bool TiledGenerator::BarrierFirst() const {
+  for (const InputPlan& plan : inputs_) {
+    if (plan.ring && plan.cross_read) return true;
+  }
+  return false;
+}
+
 void TiledGenerator::EmitRingStep() {
   if (stages_ == 0) return;
-  e_.Linef("// the vector tiles ", stages_ - 1, " steps ahead into the ring; then wait for this step's");
-  e_.Open("");
-  EmitRingIssue(absl::StrCat("step + ", stages_ - 1),
-                absl::StrCat("static_cast<int>((step - step_begin + ", stages_ - 1, ") % ", stages_, ")"));
-  e_.Close();
-  e_.Linef("copy_async_wait<", stages_ - 1, ">();");
-  // Rings read across threads (tensor-core fragments) need a barrier first.
-  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (inputs_[i].ring && inputs_[i].swizzle) Wrote(static_cast<int>(i), false);
+  const auto issue = [&] {
+    e_.Open("");
+    EmitRingIssue(absl::StrCat("step + ", stages_ - 1),
+                  absl::StrCat("static_cast<int>((step - step_begin + ", stages_ - 1, ") % ", stages_, ")"));
+    e_.Close();
+  };
+  if (BarrierFirst()) {
+    // Threads read each other's copies: wait for this step's, then one
+    // barrier makes them visible and frees the stage the previous step
+    // read, which the copies stages - 1 steps ahead reuse.
+    e_.Linef("// wait for this step's vector tiles; after the barrier, the tiles ", stages_ - 1,
+             " steps ahead go into the stage the last step read");
+    e_.Linef("copy_async_wait<", stages_ - 2, ">();");
+    Sync();
+    issue();
+  } else {
+    e_.Linef("// the vector tiles ", stages_ - 1, " steps ahead into the ring; then wait for this step's");
+    issue();
+    e_.Linef("copy_async_wait<", stages_ - 1, ">();");
   }
   e_.Linef("const int stage = static_cast<int>((step - step_begin) % ", stages_, ");");
+}
+
+std::string TiledGenerator::RingElement(int i, const std::string& stage, const std::string& row,
+                                        const std::string& col) const {
+  const InputPlan& plan = inputs_[i];
+  const int64_t per_row = plan.task_sizes[1], width = plan.width;
+  // Slot (row, col / width), swizzled like RingSlot, then the element.
+  const std::string index =
+      plan.swizzle ? absl::StrCat("(((", row, ") * ", per_row, " + (", col, ") / ", width, ") ^ ((", row, ") & 7)) * ",
+                                  width, " + (", col, ") % ", width)
+                   : absl::StrCat("(", row, ") * ", per_row * width, " + (", col, ")");
+  const std::string suffix = DTypeSuffix(plan.dtype);
+  return absl::StrCat("bits_to_", suffix, "(load_bits_", suffix, "(&ring", i, "[", stage, " * ", plan.tasks, "], ",
+                      index, "))");
 }
 
 

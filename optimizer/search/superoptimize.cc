@@ -149,14 +149,16 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
     }
     // Bytes every block reads beyond the unique ones mostly hit L2 (a
     // tenth of the cost). A split loop's blocks write their partial
-    // accumulators and the last one reads them back (L2), after a wait of
-    // about a microsecond.
+    // accumulators and the last one reads them back (L2): a chain of
+    // round trips (write, fence, count, read) at the kernel's end that
+    // took about 4 us on an H100 (rmsnorm_linear_bs1 split 8 ways, 28.4 us
+    // with the combine, 24.1 us without).
     const double block_bytes = step_bytes * steps + other_bytes;
     double bytes = unique_bytes + 0.1 * std::max(0.0, blocks * block_bytes - unique_bytes);
     double combine_us = 0;
     if (b.loop_split > 1) {
       bytes += 0.2 * static_cast<double>(ugraph::SplitWorkspaceBytesPerPoint(b)) * blocks / split;
-      combine_us = 1;
+      combine_us = 4;
     }
     // A block has the generated kernel's bytes in flight (a loop step's
     // prefetched tiles, or the ring's steps ahead); blocks beyond what the
@@ -167,7 +169,18 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph) {
                                                        : std::max(step_bytes, other_bytes / steps);
     const double bandwidth = ReachedBandwidth(concurrent * inflight, kBandwidth);
     const double memory_us = bytes / bandwidth * 1e6 * (waves * concurrent / blocks);
-    const double compute_us = blocks * flops / kFlops * 1e6 / std::min(1.0, blocks / kSms);
+    // Matmul rates on an H100 by how the kernel runs them: tensor cores
+    // (mma.sync, fragments flushed through shared memory), FMAs on
+    // registers, FMAs on shared-memory tiles (rmsnorm_linear_bs8 ran at
+    // about 12 TFLOP/s that way).
+    double rate = kFlops;
+    switch (source->matmul_path) {
+      case codegen::MatmulPath::kTensorCores: rate = 300e12; break;
+      case codegen::MatmulPath::kRegisters: rate = 25e12; break;
+      case codegen::MatmulPath::kSharedMemory: rate = 10e12; break;
+      case codegen::MatmulPath::kNone: break;
+    }
+    const double compute_us = blocks * flops / rate * 1e6 / std::min(1.0, blocks / kSms);
     // Each loop step ends in barriers: a little latency per step and wave.
     total += kLaunchUs + std::max(memory_us, compute_us) + 0.1 * steps * waves + combine_us;
   }

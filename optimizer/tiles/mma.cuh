@@ -59,6 +59,23 @@ __device__ __forceinline__ void load_b_fragment_trans(unsigned b[2], const void*
                : "r"(address));
 }
 
+// A 16x16 A fragment straight from a row-major 16-bit tile in shared
+// memory (ldmatrix): lane q * 8 + r gives the address of 8x8 matrix q's row
+// r, 16 bytes aligned, the matrices in fragment order (rows 0-7 and 8-15 of
+// columns 0-7, then of columns 8-15). The x2 form reads rows 0-7 only
+// (lanes 0-15) and leaves rows 8-15 zero.
+__device__ __forceinline__ void load_a_fragment_x4(unsigned a[4], const void* row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void load_a_fragment_x2(unsigned a[4], const void* row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(a[0]), "=r"(a[2]) : "r"(address));
+  a[1] = a[3] = 0u;
+}
+
 // Two f32 values rounded to f16 or bf16 and packed, `lo` in the low half
 // (the element with the smaller index in a fragment register).
 __device__ __forceinline__ unsigned pack_f16x2(float lo, float hi) {

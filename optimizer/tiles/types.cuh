@@ -152,9 +152,11 @@ __device__ __forceinline__ float bits_to_f32(unsigned b) { return __uint_as_floa
 __device__ __forceinline__ float bits_to_f16(unsigned b) { return f16_to_float(static_cast<f16_t>(b)); }
 __device__ __forceinline__ float bits_to_bf16(unsigned b) { return __uint_as_float(b << 16); }
 
-// Whether element i of p starts a 16-byte aligned vector.
+// Whether element i of p starts a 16-byte aligned vector (only the low
+// bits of the address matter: 32-bit arithmetic is exact).
 __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_bytes) {
-  return ((reinterpret_cast<unsigned long long>(p) + static_cast<unsigned long long>(i) * element_bytes) & 15ULL) == 0;
+  const unsigned low = static_cast<unsigned>(reinterpret_cast<unsigned long long>(p));
+  return ((low + static_cast<unsigned>(i) * static_cast<unsigned>(element_bytes)) & 15u) == 0;
 }
 __device__ __forceinline__ uint4 load16_bits(const void* p, i64 i, int element_bytes) {
   return *reinterpret_cast<const uint4*>(static_cast<const char*>(p) + i * element_bytes);

@@ -96,7 +96,10 @@ class TiledGraph {
 
 // out = (X @ W) * rsqrt(mean(X^2) + 1e-6): the division moved after the matmul.
 // Tensors: t0 X [M, K], t1 W [K, N] (or [N, K], transposed), t2 out [M, N].
-KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n, Tiles tiles = {}, bool transposed = false) {
+// With `shift`, the mean is of (X + shift)^2 (a sum whose terms past K's
+// end would not be 0).
+KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n, Tiles tiles = {}, bool transposed = false,
+                          double shift = 0) {
   TiledGraph g(m, k, n, tiles);
   const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
   const int w = g.Tensor(dtype, transposed ? Shape{n, k} : Shape{k, n}, TensorRole::kInput);
@@ -104,7 +107,8 @@ KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n, Tiles tiles = {}
   const int x0 = g.Read(x, {-1, 0, -1}, 1);
   const int x1 = g.Read(w, {1, -1, -1}, 0, transposed);
   const int x3 = g.Accumulate(g.Matmul(x0, x1, dtype));
-  const int x6 = g.Accumulate(g.ReduceSum(g.Binary(OpKind::kMul, x0, x0), 1));
+  const int term = shift == 0 ? x0 : g.Binary(OpKind::kAdd, x0, g.Constant(shift));
+  const int x6 = g.Accumulate(g.ReduceSum(g.Binary(OpKind::kMul, term, term), 1));
   const int x8 = g.Binary(OpKind::kMul, x6, g.Constant(1.0 / static_cast<double>(k)));
   const int x11 = g.Unary(OpKind::kRsqrt, g.Binary(OpKind::kAdd, x8, g.Constant(1e-6)));
   g.Save(out, g.Binary(OpKind::kMul, x3, x11));
@@ -246,24 +250,56 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   absl::StatusOr<codegen::KernelSource> source = Generate(RmsNormLinear(DType::kF16, 1, 4096, 4096));
   ASSERT_TRUE(source.ok()) << source.status();
   const std::string& code = source->source;
-  // The weight tile arrives by 16-byte asynchronous copies, 3 steps ahead
-  // (4 stages of 8 KiB, swizzled for ldmatrix), the product runs on tensor
-  // cores and goes straight into its accumulator, and there is one loop
-  // over K.
+  // X and the weight tile arrive by 16-byte asynchronous copies into a
+  // swizzled ring (read by ldmatrix), 3 steps ahead; steps past the
+  // block's last copy nothing.
   EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring1[issue_stage * 512 + ((l) ^ ((l) / 8 & 7))]"));
-  EXPECT_THAT(code, ::testing::HasSubstr("copy_async_wait<3>();"));
+  EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring0[issue_stage * 128 + ((l) ^ ((l) / 8 & 7))]"));
+  EXPECT_THAT(code, ::testing::HasSubstr("if (knr > 0)"));
+  // The product runs on tensor cores, both operands straight from the ring
+  // (X has no f32 tile), and goes into its accumulator after the loop.
   EXPECT_THAT(code, ::testing::HasSubstr("summed into x3 after the loop: on tensor cores"));
+  EXPECT_THAT(code, ::testing::HasSubstr("load_a_fragment_x4(fa, &ring0[stage * 128 + "));
   EXPECT_THAT(code, ::testing::HasSubstr("load_b_fragment_trans(fb, &ring1[stage * 512 + ((k * 8 + v) ^"));
   EXPECT_THAT(code, ::testing::HasSubstr("mma_f16(d2[j], fa, fb);"));
-  // The sum of squares goes straight into its accumulator (no tile, no
-  // barrier between them).
-  EXPECT_THAT(code, ::testing::HasSubstr("reduce_sum axis 1 x4, added to x6"));
-  EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("// x6 += x5")));
-  EXPECT_THAT(code, ::testing::HasSubstr("extern __shared__"));
+  EXPECT_THAT(code, ::testing::HasSubstr("read from the ring by its users (no tile)"));
+  EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x0 =")));
+  // The sum of squares is kept per thread in registers over its own ring
+  // vectors, then added into its accumulator after the loop.
+  EXPECT_THAT(code, ::testing::HasSubstr("reduce_sum axis 1 x4, added to x6 after the loop: this thread's ring vectors"));
+  EXPECT_THAT(code, ::testing::HasSubstr("rs5[it] += op_mul(e, e)"));
+  EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x4 =")));
+  // One loop over K, one barrier a step: after the wait, before the copies
+  // that reuse the stage the last step read.
   EXPECT_EQ(code.find("for (i64 step"), code.rfind("for (i64 step"));
+  const size_t loop = code.find("for (i64 step"), after = code.find("copy_async_wait<0>()");
+  ASSERT_NE(after, std::string::npos);
+  const std::string body = code.substr(loop, after - loop);
+  EXPECT_THAT(body, ::testing::HasSubstr("copy_async_wait<2>();\n        __syncthreads();"));
+  EXPECT_EQ(body.find("__syncthreads()"), body.rfind("__syncthreads()"));
   EXPECT_EQ(source->threads, 256);
-  // The tiles in flight count toward the cost model's bytes in flight.
+  // 4 stages of 10 KiB leave room for 4 blocks an SM. The steps in flight
+  // count toward the cost model's bytes in flight.
+  EXPECT_THAT(code, ::testing::HasSubstr("4 stages of 512 vectors"));
+  EXPECT_EQ(source->min_blocks, 4);
   EXPECT_EQ(source->inflight_bytes, 3 * (128 + 512) * 16);
+  EXPECT_EQ(source->matmul_path, codegen::MatmulPath::kTensorCores);
+}
+
+TEST(TiledCodegen, AShiftedSumOfSquaresStaysInRegistersAndSkipsTheTail) {
+  absl::StatusOr<codegen::KernelSource> source =
+      Generate(RmsNormLinear(DType::kF16, 2, 4097, 6144, {.m = 2, .k = 256, .n = 32}, false, 1.0));
+  ASSERT_TRUE(source.ok()) << source.status();
+  // The register form of the product reads X's column from its ring; the
+  // chain (x + 1)^2 is evaluated only for in-range k.
+  EXPECT_THAT(source->source, ::testing::HasSubstr("(from its ring), in registers"));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("if (c + j < kn) rs"));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("op_mul(op_add(e, 0x1p+0f), op_add(e, 0x1p+0f))"));
+  EXPECT_EQ(source->matmul_path, codegen::MatmulPath::kRegisters);
+  // 3 stages of 17 KiB let 3 blocks share an SM (4 would leave room for 2):
+  // as many steps in flight, more blocks to hide each other's barriers.
+  EXPECT_THAT(source->source, ::testing::HasSubstr("3 stages of 1024 vectors"));
+  EXPECT_EQ(source->min_blocks, 3);
 }
 
 TEST(TiledCodegen, F32ProductsStayOffTensorCores) {
@@ -507,16 +543,19 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
   struct Variant {
     Tiles tiles;
     bool transposed;
+    double shift = 0;
   };
   // Tiles of the search's usual sizes, odd sizes (no 16-byte loads, A rows
   // not 16-byte aligned), and weights stored [N, K].
   // Split loops: 4 blocks per grid point, and 3 blocks of odd loop tiles
-  // (some of them with no step at the smallest K).
+  // (some of them with no step at the smallest K). A sum of (x + 1)^2,
+  // kept in registers, must skip the zeros past K's end.
   const Variant variants[] = {{{}, false},
                               {{.m = 5, .k = 30, .n = 24}, false},
                               {{}, true},
                               {{.split = 4}, false},
-                              {{.m = 5, .k = 30, .n = 24, .split = 3}, true}};
+                              {{.m = 5, .k = 30, .n = 24, .split = 3}, true},
+                              {{.split = 3}, false, 1.0}};
   for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
     for (const Shape3& s : kShapes) {
       for (const Variant& v : variants) {
@@ -526,13 +565,16 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
         const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 1);
         const std::vector<float> w = RandomValues(dtype, s.k * s.n, 1.0f / std::sqrt(float(s.k)), 2);
         absl::StatusOr<std::vector<float>> out =
-            Run(RmsNormLinear(dtype, s.m, s.k, s.n, v.tiles, v.transposed),
+            Run(RmsNormLinear(dtype, s.m, s.k, s.n, v.tiles, v.transposed, v.shift),
                 {{0, x}, {1, v.transposed ? Transposed(w, s.k, s.n) : w}}, 2);
         ASSERT_TRUE(out.ok()) << out.status();
         std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
         for (int64_t i = 0; i < s.m; ++i) {
           double squares = 0;
-          for (int64_t j = 0; j < s.k; ++j) squares += double(x[i * s.k + j]) * x[i * s.k + j];
+          for (int64_t j = 0; j < s.k; ++j) {
+            const double term = double(x[i * s.k + j]) + v.shift;
+            squares += term * term;
+          }
           const double scale = 1.0 / std::sqrt(squares / double(s.k) + 1e-6);
           for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] *= scale;
         }

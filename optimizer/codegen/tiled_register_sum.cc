@@ -1,0 +1,107 @@
+// Sums of graph-defined blocks kept in registers (see PlanRegisterSums in
+// tiled_generator.h): RMSNorm's sum of squares, fused into its
+// accumulator, is computed by each thread over the ring vectors it copied
+// itself, so the loop step writes no tile for it and takes no barrier.
+#include "optimizer/codegen/thread_emitter.h"
+#include "optimizer/codegen/tiled_generator.h"
+
+namespace kiln::codegen::tiled_internal {
+
+namespace {
+constexpr int kNoSource = -2;  // a chain of constants only
+}  // namespace
+
+int TiledGenerator::ChainSource(int x) const {
+  const TileOp& op = b_.tile_ops[x];
+  switch (op.kind) {
+    case TileOp::Kind::kInput: return inputs_[x].ring ? x : -1;
+    case TileOp::Kind::kConstant: return kNoSource;
+    case TileOp::Kind::kUnary:
+    case TileOp::Kind::kBinary: {
+      int source = kNoSource;
+      for (int a : op.args) {
+        const int s = ChainSource(a);
+        if (s == -1 || (s >= 0 && source >= 0 && s != source)) return -1;
+        if (s >= 0) source = s;
+      }
+      // Elementwise over the ring tile itself: no broadcast.
+      return source >= 0 && !SameShape(x, source) ? -1 : source;
+    }
+    default: return -1;
+  }
+}
+
+std::string TiledGenerator::ChainValue(int x, const std::string& value) const {
+  const TileOp& op = b_.tile_ops[x];
+  if (op.kind == TileOp::Kind::kInput) return value;
+  if (op.kind == TileOp::Kind::kConstant) return Literal(op.value, DType::kF32);
+  std::string out = absl::StrCat(OpFunction(op.op), "(", ChainValue(op.args[0], value));
+  if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&out, ", ", ChainValue(op.args[1], value));
+  return out + ")";
+}
+
+void TiledGenerator::PlanRegisterSums() {
+  register_sum_.assign(b_.tile_ops.size(), -1);
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    if (op.kind != TileOp::Kind::kReduceSum || fused_into_[i] < 0 || phase_[i] != Phase::kLoop) continue;
+    const int source = ChainSource(op.args[0]);
+    if (source < 0) continue;
+    const InputPlan& in = inputs_[source];
+    // Summed along the vectors' axis, the last of two, tasks row-major:
+    // task l holds part of row l / (vectors a row).
+    if (in.width == 1 || in.task_sizes.size() != 2 || in.order != std::vector<int>{0, 1} || op.axis != 1) continue;
+    register_sum_[i] = source;
+    registers_ += in.per_thread;
+  }
+}
+
+void TiledGenerator::EmitRegisterSum(int i) {
+  const TileOp& op = b_.tile_ops[i];
+  const int source = register_sum_[i];
+  const InputPlan& in = inputs_[source];
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", added to x", fused_into_[i],
+           " after the loop: this thread's ring vectors, summed in registers");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
+  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
+  const bool ragged = in.tasks % b_.threads != 0;
+  if (ragged) e_.Open(absl::StrCat("if (l < ", in.tasks, ")"));
+  e_.Linef("const uint4 v = ", RingSlot(source, "stage", "l"), ";");
+  e_.Linef("const int c = l % ", in.task_sizes[1], " * ", in.width, ";");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", in.width, "; ++j)"));
+  e_.Linef("const float e = bits_to_", DTypeSuffix(in.dtype), "(vector_bits(v, j, ", DTypeSize(in.dtype), "));");
+  // Only in-range elements: the chain of the zeros past the end need not be 0.
+  e_.Linef("if (c + j < ", Length(tiles_[source].axes[1]), ") rs", i, "[it] += ", ChainValue(op.args[0], "e"), ";");
+  e_.Close();
+  if (ragged) e_.Close();
+  e_.Close();
+}
+
+void TiledGenerator::EmitRegisterSumFlush() {
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const int source = register_sum_[i];
+    if (source < 0) continue;
+    const InputPlan& in = inputs_[source];
+    const int target = fused_into_[i];
+    const std::string part = absl::StrCat("(scratch + ", direct_scratch_, ")");
+    e_.Linef("// x", target, " += the threads' partial sums of x", i, ", through the scratch in task order");
+    Sync();  // the scratch may hold other sums
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
+    e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
+    e_.Linef(in.tasks % b_.threads != 0 ? absl::StrCat("if (l < ", in.tasks, ") ") : "", part, "[l] = rs", i,
+             "[it];");
+    e_.Close();
+    Sync();
+    OpenLinear(tiles_[i].elements());
+    e_.Line("float sum = 0.0f;");
+    e_.Linef("for (int v = 0; v < ", in.task_sizes[1], "; ++v) sum += ", part, "[l * ", in.task_sizes[1], " + v];");
+    e_.Linef(Buffer(target), "[l] += sum;");
+    e_.Close();
+    Wrote(target, false);
+  }
+}
+
+}  // namespace kiln::codegen::tiled_internal
