@@ -172,7 +172,7 @@ void TiledGenerator::EmitMmaMatmul(int i) {
 void TiledGenerator::EmitMmaFlush(int i) {
   const MatmulPlan& plan = matmuls_[i];
   const int target = fused_into_[i];
-  const std::string part = absl::StrCat("(scratch + ", direct_scratch_, ")");
+  const std::string part = FlushScratch();
   e_.Linef("// x", target, " += x", i, "'s tensor-core sums: fragments to the scratch, k groups added in order");
   Sync();  // the scratch may hold another product's sums
   e_.Open("");
@@ -236,7 +236,7 @@ void TiledGenerator::EmitDirectFlush() {
     }
     const int target = fused_into_[i];
     const int64_t width = inputs_[b_.tile_ops[i].args[1]].width;
-    const std::string part = absl::StrCat("(scratch + ", direct_scratch_, ")");
+    const std::string part = FlushScratch();
     e_.Linef("// x", target, " += the threads' sums of x", i, ", a row at a time, in thread order");
     e_.Line("#pragma unroll");  // d's indices must be constants
     e_.Open(absl::StrCat("for (int m = 0; m < ", plan.rows, "; ++m)"));

@@ -168,7 +168,6 @@ void TiledGenerator::Wrote(int buffer, bool linear) {
 void TiledGenerator::Sync() {
   e_.Line("__syncthreads();");
   dirty_.clear();
-  ++syncs_;
 }
 
 void TiledGenerator::PlanNeeded() {
@@ -179,10 +178,10 @@ void TiledGenerator::PlanNeeded() {
   for (size_t i = n; i-- > 0;) {
     const TileOp& op = b_.tile_ops[i];
     if (!needed_[i] || (op.kind == TileOp::Kind::kReduceSum && register_sum_[i] >= 0)) continue;
+    // A direct matmul reads B from registers or the ring, and A too where
+    // it can.
+    const MatmulPlan* plan = op.kind == TileOp::Kind::kMatmul ? &matmuls_[i] : nullptr;
     for (size_t k = 0; k < op.args.size(); ++k) {
-      const MatmulPlan* plan = op.kind == TileOp::Kind::kMatmul ? &matmuls_[i] : nullptr;
-      // A direct matmul reads B from registers or the ring, and A too
-      // where it can.
       if (plan != nullptr && plan->direct && (k == 1 || plan->a_ring)) continue;
       needed_[op.args[k]] = true;
     }
@@ -620,13 +619,11 @@ absl::Status TiledGenerator::Generate() {
     // What is dirty before the loop stays so for what follows it: the
     // loop may run no step.
     const std::map<int, bool> before = dirty_;
-    const int64_t syncs = syncs_;
     step_wrote_ = false;
     EmitPhase(Phase::kLoop);
     // The next step overwrites the step's tiles (a step that writes no
     // shared memory but the ring's needs no barrier here: see BarrierFirst).
     if (step_wrote_) Sync();
-    step_barriers_ = syncs_ - syncs;
     e_.Close();
     if (stages_ > 0) e_.Line("copy_async_wait<0>();  // the copies of steps past the end");
     dirty_ = before;

@@ -85,8 +85,6 @@ class TiledGenerator {
   int64_t inflight_bytes() const;
   // How the slowest of its matmuls runs.
   MatmulPath matmul_path() const;
-  // __syncthreads a loop step takes.
-  int64_t step_barriers() const { return step_barriers_; }
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
@@ -127,10 +125,12 @@ class TiledGenerator {
   // row k at v ^ (k % 8) within its row, so that 8 rows' vectors at one
   // column fall in different banks.
   std::string RingSlot(int i, const std::string& stage, const std::string& task) const {
+    return absl::StrCat("ring", i, "[", stage, " * ", inputs_[i].tasks, " + ", SlotIndex(i, task), "]");
+  }
+  // Where task `task` of input i sits within a stage (swizzled or not).
+  std::string SlotIndex(int i, const std::string& task) const {
     const InputPlan& plan = inputs_[i];
-    const std::string slot =
-        plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes[1], " & 7))") : task;
-    return absl::StrCat("ring", i, "[", stage, " * ", plan.tasks, " + ", slot, "]");
+    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes[1], " & 7))") : task;
   }
   // Element (row, col) of input i's rank-2 ring tile at `stage`, widened to
   // f32 (vectors run along its last axis, tasks in row-major order).
@@ -149,6 +149,10 @@ class TiledGenerator {
   void EmitConvert(int i, const std::string& task, const std::string& raw);
   // The staged loads' issue (into raw registers) or their conversion.
   void EmitStaged(int i, bool issue);
+  // Opens (and closes) the loop over this thread's tasks of input i, `it`
+  // and `l` (task threadIdx.x + it * threads), skipping l past its tasks.
+  void OpenThreadTasks(int i);
+  void CloseThreadTasks(int i);
   void DeclareRaw(int i);
   void EmitDirect(int i);
   void EmitElementwise(int i);
@@ -294,9 +298,9 @@ class TiledGenerator {
   std::vector<int> register_sum_;  // by reduce op: its chain's ring input, or -1
   std::vector<bool> needed_;
   bool step_wrote_ = false;      // a loop step wrote shared memory
-  int64_t syncs_ = 0;            // __syncthreads emitted
-  int64_t step_barriers_ = 0;    // __syncthreads in a loop step
-  int64_t direct_scratch_ = -1;  // offset of the flush's partial sums in `scratch`
+  int64_t direct_scratch_ = -1;
+  // The scratch the flushes after the loop use (direct_scratch_).
+  std::string FlushScratch() const { return absl::StrCat("(scratch + ", direct_scratch_, ")"); }  // offset of the flush's partial sums in `scratch`
   int64_t registers_ = 40;
   void PlanMatmul(int i);
   std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)

@@ -148,20 +148,28 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
     Read(i, false);
     e_.Linef("// x", i, ": widen the loaded bits into the tile");
   }
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
-  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
-  const bool ragged = plan.tasks % b_.threads != 0;
-  if (ragged) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
+  OpenThreadTasks(i);
   if (plan.ring) {
     issue ? EmitIssue(i, "l", "v", RingSlot(i, "issue_stage", "l")) : EmitConvert(i, "l", RingSlot(i, "stage", "l"));
   } else {
     const std::string raw = absl::StrCat(Raw(i), "[it]");
     issue ? EmitIssue(i, "l", raw) : EmitConvert(i, "l", raw);
   }
-  if (ragged) e_.Close();
-  e_.Close();
+  CloseThreadTasks(i);
   if (!issue) Wrote(i, false);
+}
+
+void TiledGenerator::OpenThreadTasks(int i) {
+  const InputPlan& plan = inputs_[i];
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
+  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
+  if (plan.tasks % b_.threads != 0) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
+}
+
+void TiledGenerator::CloseThreadTasks(int i) {
+  if (inputs_[i].tasks % b_.threads != 0) e_.Close();
+  e_.Close();
 }
 
 void TiledGenerator::DeclareRaw(int i) {
@@ -299,9 +307,10 @@ std::string TiledGenerator::RingElement(int i, const std::string& stage, const s
   const int64_t per_row = plan.task_sizes[1], width = plan.width;
   // Slot (row, col / width), swizzled like RingSlot, then the element.
   const std::string index =
-      plan.swizzle ? absl::StrCat("(((", row, ") * ", per_row, " + (", col, ") / ", width, ") ^ ((", row, ") & 7)) * ",
-                                  width, " + (", col, ") % ", width)
-                   : absl::StrCat("(", row, ") * ", per_row * width, " + (", col, ")");
+      plan.swizzle
+          ? absl::StrCat(SlotIndex(i, absl::StrCat("(", row, ") * ", per_row, " + (", col, ") / ", width)), " * ",
+                         width, " + (", col, ") % ", width)
+          : absl::StrCat("(", row, ") * ", per_row * width, " + (", col, ")");
   const std::string suffix = DTypeSuffix(plan.dtype);
   return absl::StrCat("bits_to_", suffix, "(load_bits_", suffix, "(&ring", i, "[", stage, " * ", plan.tasks, "], ",
                       index, "))");

@@ -62,11 +62,7 @@ void TiledGenerator::EmitRegisterSum(int i) {
   const InputPlan& in = inputs_[source];
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", added to x", fused_into_[i],
            " after the loop: this thread's ring vectors, summed in registers");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
-  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
-  const bool ragged = in.tasks % b_.threads != 0;
-  if (ragged) e_.Open(absl::StrCat("if (l < ", in.tasks, ")"));
+  OpenThreadTasks(source);
   e_.Linef("const uint4 v = ", RingSlot(source, "stage", "l"), ";");
   e_.Linef("const int c = l % ", in.task_sizes[1], " * ", in.width, ";");
   e_.Line("#pragma unroll");
@@ -75,8 +71,7 @@ void TiledGenerator::EmitRegisterSum(int i) {
   // Only in-range elements: the chain of the zeros past the end need not be 0.
   e_.Linef("if (c + j < ", Length(tiles_[source].axes[1]), ") rs", i, "[it] += ", ChainValue(op.args[0], "e"), ";");
   e_.Close();
-  if (ragged) e_.Close();
-  e_.Close();
+  CloseThreadTasks(source);
 }
 
 void TiledGenerator::EmitRegisterSumFlush() {
@@ -85,7 +80,7 @@ void TiledGenerator::EmitRegisterSumFlush() {
     if (source < 0) continue;
     const InputPlan& in = inputs_[source];
     const int target = fused_into_[i];
-    const std::string part = absl::StrCat("(scratch + ", direct_scratch_, ")");
+    const std::string part = FlushScratch();
     e_.Linef("// x", target, " += the threads' partial sums of x", i, ", through the scratch in task order");
     Sync();  // the scratch may hold other sums
     e_.Line("#pragma unroll");
