@@ -23,6 +23,7 @@
 ABSL_FLAG(std::string, cases, "", "fused cases to run, comma-separated (default: all)");
 ABSL_FLAG(bool, dot, false, "superoptimize: also print the chosen uGraph as Graphviz DOT");
 ABSL_FLAG(double, budget, 4.0, "search budget per region, seconds");
+ABSL_FLAG(int, time_top, 6, "candidates the search times on the GPU per region");
 ABSL_FLAG(std::string, out, "fused.json", "bench fused: where to write the JSON for compare.py");
 
 namespace kiln::cli {
@@ -54,6 +55,7 @@ absl::StatusOr<double> TimeGraph(const ugraph::KernelGraph& graph, int reps) {
 search::SearchOptions Options(const search::FusedCase& c, const std::string& cache_dir, bool gpu) {
   search::SearchOptions options;
   options.budget_seconds = absl::GetFlag(FLAGS_budget);
+  options.time_top = absl::GetFlag(FLAGS_time_top);
   options.cache_dir = cache_dir;
   if (gpu) {
     options.arch = GetCudaExecutor()->context().info().arch();

@@ -15,8 +15,9 @@ namespace kiln {
 
 class GraphRunner {
  public:
-  // Compiles the graph and allocates a buffer per tensor: inputs zeroed,
-  // everything else filled with 0xff bytes (NaN), so an unwritten element shows.
+  // Compiles the graph and allocates a buffer per tensor: floating inputs
+  // filled with a small nonzero value, integer inputs zeroed, everything
+  // else filled with 0xff bytes (NaN), so an unwritten element shows.
   static absl::StatusOr<std::unique_ptr<GraphRunner>> Create(CudaExecutor& executor, ugraph::KernelGraph graph,
                                                              Bindings bindings = {});
 

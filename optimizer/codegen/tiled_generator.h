@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -231,8 +233,9 @@ class TiledGenerator {
   const BlockGraph& b_;
   std::vector<TileInfo> tiles_;
   std::vector<Phase> phase_;
-  std::vector<int> fused_into_;  // a matmul or sum added straight into this accumulator, or -1
-  std::vector<bool> fused_;      // an accumulator a matmul or sum updates itself
+  std::vector<int> fused_into_;     // a matmul or sum added straight into this accumulator, or -1
+  std::vector<int> fused_from_;     // an accumulator: the matmul or sum that adds into it, or -1
+  std::vector<double> fused_scale_;  // a sum: the constant it is scaled by on its way there (1: none)
   std::map<int, bool> dirty_;    // buffer -> written linearly
   std::vector<InputPlan> inputs_;  // by tile op (kInput ops only)
 
@@ -292,10 +295,17 @@ class TiledGenerator {
   std::string ChainValue(int x, const std::string& value) const;
   void EmitRegisterSum(int i);
   void EmitRegisterSumFlush();
+  // x = c * y or y * c, c a constant, y of x's shape: y and c.
+  std::optional<std::pair<int, double>> ConstantFactor(int x) const;
+  // x = c * sum or sum * c, c a constant: the sum and c.
+  std::optional<std::pair<int, double>> ScaledSum(int x) const;
+  // `value` times the scale sum i takes on its way into its accumulator.
+  std::string Scaled(int i, const std::string& value) const;
   // Which ops must run: outputs, accumulators, and what they read, less
   // what is read from the ring instead of a tile (sets InputPlan::tile).
   void PlanNeeded();
   std::vector<int> register_sum_;  // by reduce op: its chain's ring input, or -1
+  std::vector<int> register_root_;  // by reduce op: the chain each element runs (constant factors peeled off)
   std::vector<bool> needed_;
   bool step_wrote_ = false;      // a loop step wrote shared memory
   int64_t direct_scratch_ = -1;

@@ -42,6 +42,7 @@ std::string TiledGenerator::ChainValue(int x, const std::string& value) const {
 
 void TiledGenerator::PlanRegisterSums() {
   register_sum_.assign(b_.tile_ops.size(), -1);
+  register_root_.assign(b_.tile_ops.size(), -1);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kReduceSum || fused_into_[i] < 0 || phase_[i] != Phase::kLoop) continue;
@@ -53,6 +54,14 @@ void TiledGenerator::PlanRegisterSums() {
     if (in.width == 1 || in.task_sizes.size() != 2 || in.order != std::vector<int>{0, 1} || op.axis != 1) continue;
     register_sum_[i] = source;
     registers_ += in.per_thread;
+    // Constant factors at the chain's top leave the per-element work and
+    // scale the flushed sum: sum(c * f(x)) = c * sum(f(x)). (Kept inside,
+    // the factor cost rmsnorm_linear_bs1 5 us on an H100: 27.6 vs 22.3.)
+    register_root_[i] = op.args[0];
+    while (const std::optional<std::pair<int, double>> peeled = ConstantFactor(register_root_[i])) {
+      register_root_[i] = peeled->first;
+      fused_scale_[i] *= peeled->second;
+    }
   }
 }
 
@@ -69,7 +78,8 @@ void TiledGenerator::EmitRegisterSum(int i) {
   e_.Open(absl::StrCat("for (int j = 0; j < ", in.width, "; ++j)"));
   e_.Linef("const float e = bits_to_", DTypeSuffix(in.dtype), "(vector_bits(v, j, ", DTypeSize(in.dtype), "));");
   // Only in-range elements: the chain of the zeros past the end need not be 0.
-  e_.Linef("if (c + j < ", Length(tiles_[source].axes[1]), ") rs", i, "[it] += ", ChainValue(op.args[0], "e"), ";");
+  e_.Linef("if (c + j < ", Length(tiles_[source].axes[1]), ") rs", i, "[it] += ", ChainValue(register_root_[i], "e"),
+           ";");
   e_.Close();
   CloseThreadTasks(source);
 }
@@ -93,7 +103,7 @@ void TiledGenerator::EmitRegisterSumFlush() {
     OpenLinear(tiles_[i].elements());
     e_.Line("float sum = 0.0f;");
     e_.Linef("for (int v = 0; v < ", in.task_sizes[1], "; ++v) sum += ", part, "[l * ", in.task_sizes[1], " + v];");
-    e_.Linef(Buffer(target), "[l] += sum;");
+    e_.Linef(Buffer(target), "[l] += ", Scaled(static_cast<int>(i), "sum"), ";");
     e_.Close();
     Wrote(target, false);
   }

@@ -97,9 +97,12 @@ class TiledGraph {
 // out = (X @ W) * rsqrt(mean(X^2) + 1e-6): the division moved after the matmul.
 // Tensors: t0 X [M, K], t1 W [K, N] (or [N, K], transposed), t2 out [M, N].
 // With `shift`, the mean is of (X + shift)^2 (a sum whose terms past K's
-// end would not be 0).
+// end would not be 0). `mean` says where the 1/K of the mean goes: on the
+// accumulated total, on each step's sum before it is accumulated, or on
+// each square (the last two are how the search writes it).
+enum class Mean { kOnTotal, kOnStepSum, kOnSquares };
 KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n, Tiles tiles = {}, bool transposed = false,
-                          double shift = 0) {
+                          double shift = 0, Mean mean = Mean::kOnTotal) {
   TiledGraph g(m, k, n, tiles);
   const int x = g.Tensor(dtype, {m, k}, TensorRole::kInput);
   const int w = g.Tensor(dtype, transposed ? Shape{n, k} : Shape{k, n}, TensorRole::kInput);
@@ -108,8 +111,14 @@ KernelGraph RmsNormLinear(DType dtype, Dim m, int64_t k, Dim n, Tiles tiles = {}
   const int x1 = g.Read(w, {1, -1, -1}, 0, transposed);
   const int x3 = g.Accumulate(g.Matmul(x0, x1, dtype));
   const int term = shift == 0 ? x0 : g.Binary(OpKind::kAdd, x0, g.Constant(shift));
-  const int x6 = g.Accumulate(g.ReduceSum(g.Binary(OpKind::kMul, term, term), 1));
-  const int x8 = g.Binary(OpKind::kMul, x6, g.Constant(1.0 / static_cast<double>(k)));
+  const int square = g.Binary(OpKind::kMul, term, term);
+  const int inverse_k = g.Constant(1.0 / static_cast<double>(k));
+  int x8 = -1;
+  switch (mean) {
+    case Mean::kOnTotal: x8 = g.Binary(OpKind::kMul, g.Accumulate(g.ReduceSum(square, 1)), inverse_k); break;
+    case Mean::kOnStepSum: x8 = g.Accumulate(g.Binary(OpKind::kMul, inverse_k, g.ReduceSum(square, 1))); break;
+    case Mean::kOnSquares: x8 = g.Accumulate(g.ReduceSum(g.Binary(OpKind::kMul, inverse_k, square), 1)); break;
+  }
   const int x11 = g.Unary(OpKind::kRsqrt, g.Binary(OpKind::kAdd, x8, g.Constant(1e-6)));
   g.Save(out, g.Binary(OpKind::kMul, x3, x11));
   return g.graph();
@@ -266,8 +275,8 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x0 =")));
   // The sum of squares is kept per thread in registers over its own ring
   // vectors, then added into its accumulator after the loop.
-  EXPECT_THAT(code, ::testing::HasSubstr("reduce_sum axis 1 x4, added to x6 after the loop: this thread's ring vectors"));
-  EXPECT_THAT(code, ::testing::HasSubstr("rs5[it] += op_mul(e, e)"));
+  EXPECT_THAT(code, ::testing::HasSubstr("reduce_sum axis 1 x4, added to x7 after the loop: this thread's ring vectors"));
+  EXPECT_THAT(code, ::testing::HasSubstr("rs6[it] += op_mul(e, e)"));
   EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x4 =")));
   // One loop over K, one barrier a step: after the wait, before the copies
   // that reuse the stage the last step read.
@@ -300,6 +309,35 @@ TEST(TiledCodegen, AShiftedSumOfSquaresStaysInRegistersAndSkipsTheTail) {
   // as many steps in flight, more blocks to hide each other's barriers.
   EXPECT_THAT(source->source, ::testing::HasSubstr("3 stages of 1024 vectors"));
   EXPECT_EQ(source->min_blocks, 3);
+}
+
+TEST(TiledCodegen, ASumScaledBeforeItsAccumulatorStaysInRegisters) {
+  // acc += (1/K) * sum(x^2) per step, as the search writes the mean: the
+  // sum still runs in registers, the scale applied where it is added, and
+  // neither the scaled sum nor X gets a tile.
+  absl::StatusOr<codegen::KernelSource> source = Generate(
+      RmsNormLinear(DType::kF16, 16, 4096, 6144, {.m = 16, .k = 128, .n = 64}, false, 0, Mean::kOnStepSum));
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string& code = source->source;
+  EXPECT_THAT(code, ::testing::HasSubstr("reduce_sum axis 1 x4, added to x8 after the loop: this thread's ring"));
+  EXPECT_THAT(code, ::testing::HasSubstr("rs6[it] += op_mul(e, e);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("x8[l] += 0x1p-12f * sum;"));
+  EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x7 =")));  // the scaled sum
+  EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x0 =")));
+  EXPECT_EQ(source->matmul_path, codegen::MatmulPath::kTensorCores);
+}
+
+TEST(TiledCodegen, ConstantFactorsOfARegisterSumLeaveTheLoop) {
+  // sum(c * x^2) runs as c * sum(x^2): the factor is applied once, where
+  // the sum is added, not to every element in the loop.
+  absl::StatusOr<codegen::KernelSource> source = Generate(
+      RmsNormLinear(DType::kF16, 2, 4096, 6144, {.m = 2, .k = 256, .n = 32}, false, 0, Mean::kOnSquares));
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string& code = source->source;
+  EXPECT_THAT(code, ::testing::HasSubstr("reduce_sum axis 1 x6, added to x8 after the loop: this thread's ring"));
+  EXPECT_THAT(code, ::testing::HasSubstr("rs7[it] += op_mul(e, e);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("x8[l] += 0x1p-12f * sum;"));
+  EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("0x1p-12f, op_mul(e, e)")));
 }
 
 TEST(TiledCodegen, F32ProductsStayOffTensorCores) {
@@ -544,28 +582,33 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
     Tiles tiles;
     bool transposed;
     double shift = 0;
+    Mean mean = Mean::kOnTotal;
   };
   // Tiles of the search's usual sizes, odd sizes (no 16-byte loads, A rows
   // not 16-byte aligned), and weights stored [N, K].
   // Split loops: 4 blocks per grid point, and 3 blocks of odd loop tiles
   // (some of them with no step at the smallest K). A sum of (x + 1)^2,
-  // kept in registers, must skip the zeros past K's end.
+  // kept in registers, must skip the zeros past K's end. The 1/K of the
+  // mean on each step's sum and on each square, whole and split.
   const Variant variants[] = {{{}, false},
                               {{.m = 5, .k = 30, .n = 24}, false},
                               {{}, true},
                               {{.split = 4}, false},
                               {{.m = 5, .k = 30, .n = 24, .split = 3}, true},
-                              {{.split = 3}, false, 1.0}};
+                              {{.split = 3}, false, 1.0},
+                              {{}, false, 0, Mean::kOnStepSum},
+                              {{.m = 5, .k = 30, .n = 24, .split = 3}, false, 1.0, Mean::kOnStepSum},
+                              {{.split = 3}, false, 0, Mean::kOnSquares}};
   for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
     for (const Shape3& s : kShapes) {
       for (const Variant& v : variants) {
         SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n, " tiles ", v.tiles.m, "x",
                                   v.tiles.k, "x", v.tiles.n, " split ", v.tiles.split,
-                                  v.transposed ? " transposed" : ""));
+                                  v.transposed ? " transposed" : "", " mean ", static_cast<int>(v.mean)));
         const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 1);
         const std::vector<float> w = RandomValues(dtype, s.k * s.n, 1.0f / std::sqrt(float(s.k)), 2);
         absl::StatusOr<std::vector<float>> out =
-            Run(RmsNormLinear(dtype, s.m, s.k, s.n, v.tiles, v.transposed, v.shift),
+            Run(RmsNormLinear(dtype, s.m, s.k, s.n, v.tiles, v.transposed, v.shift, v.mean),
                 {{0, x}, {1, v.transposed ? Transposed(w, s.k, s.n) : w}}, 2);
         ASSERT_TRUE(out.ok()) << out.status();
         std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);

@@ -4,9 +4,12 @@
 // no GPU; the GPU suite runs the chosen kernels.
 #include "optimizer/search/superoptimize.h"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/ops.h"
 #include "optimizer/search/abstract_check.h"
@@ -61,6 +64,58 @@ TEST(Superoptimize, RmsNormLinearMovesTheDivisionAfterTheMatmul) {
   }
   EXPECT_EQ(CountKind(b, TileOp::Kind::kAccumulate), 2) << "the product and the sum of squares";
   EXPECT_GT(b.forloop.tile, 1);
+}
+
+// Timed candidates run in interleaved rounds and keep their best round:
+// a candidate slow only on its first run (the GPU's clocks still rising)
+// still wins, and the report lists every timing in the cost model's order.
+TEST(Superoptimize, TimingKeepsEachCandidatesBestRound) {
+  FusedCase c = RmsNormLinearCase(2, 256, 384);
+  SearchOptions options;
+  options.time_top = 3;
+  options.time_rounds = 3;
+  std::map<std::string, int> runs;
+  std::string first;
+  options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    const std::string key = ugraph::ToJson(g);
+    if (first.empty()) first = key;
+    const int run = runs[key]++;
+    // The cost model's first: 50 us on its first run, then 5 us; the
+    // others 10 us always.
+    if (key == first) return run == 0 ? 50.0 : 5.0;
+    return 10.0;
+  };
+  SearchResult r = Search(c.region, options);
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(r.report.timings.size(), 3u) << r.report.ToString();
+  EXPECT_EQ(r.report.timings[0].measured_us, 5.0);
+  EXPECT_EQ(r.report.timings[1].measured_us, 10.0);
+  EXPECT_EQ(ugraph::ToJson(*r.graph), first);
+  EXPECT_EQ(r.report.measured_us, 5.0);
+  for (const auto& [key, n] : runs) EXPECT_EQ(n, 3) << "every candidate runs once a round";
+  EXPECT_LE(r.report.timings[0].estimated_us, r.report.timings[1].estimated_us);
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("measured 5 us"));
+}
+
+// A candidate the GPU cannot run gives way to the next: as many are timed.
+TEST(Superoptimize, ACandidateThatFailsToRunGivesWayToTheNext) {
+  FusedCase c = RmsNormLinearCase(2, 256, 384);
+  SearchOptions options;
+  options.time_top = 2;
+  std::vector<std::string> seen;
+  options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    const std::string key = ugraph::ToJson(g);
+    if (std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(key);
+    if (key == seen[0]) return absl::InternalError("launch failed");
+    return 10.0;
+  };
+  SearchResult r = Search(c.region, options);
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  EXPECT_EQ(r.report.time_failed, 1);
+  EXPECT_EQ(r.report.timed, 3);
+  EXPECT_EQ(r.report.timings.size(), 2u);
+  EXPECT_NE(ugraph::ToJson(*r.graph), seen[0]);
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("1 failed: launch failed"));
 }
 
 // Decode shapes leave few blocks: the schedule variants share the loop's
