@@ -308,9 +308,9 @@ class TiledGenerator {
   std::vector<int> register_root_;  // by reduce op: the chain each element runs (constant factors peeled off)
   std::vector<bool> needed_;
   bool step_wrote_ = false;      // a loop step wrote shared memory
-  int64_t direct_scratch_ = -1;
+  int64_t direct_scratch_ = -1;  // offset of the flushes' partial sums in `scratch`
   // The scratch the flushes after the loop use (direct_scratch_).
-  std::string FlushScratch() const { return absl::StrCat("(scratch + ", direct_scratch_, ")"); }  // offset of the flush's partial sums in `scratch`
+  std::string FlushScratch() const { return absl::StrCat("(scratch + ", direct_scratch_, ")"); }
   int64_t registers_ = 40;
   void PlanMatmul(int i);
   std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
@@ -318,7 +318,7 @@ class TiledGenerator {
   int64_t buffers_ = 0;              // floats of tile buffers
   int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers
   int64_t stages_ = 0;               // of the ring; 0: no ring
-  int64_t ring_floats_ = 0;          // of the ring, after the scratch (and padding to 16 bytes)
+  int64_t ring_floats_ = 0;          // of the ring, after the scratch (each input's padded to 128 bytes)
   // The loop step whose tiles are being loaded (the next one, when
   // prefetching): its first coordinate and in-range length.
   std::string loop_start_ = "k0", loop_length_ = "kn";

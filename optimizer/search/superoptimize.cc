@@ -84,7 +84,8 @@ std::string CachePath(const Region& region, const SearchOptions& options) {
   h.Add(absl::string_view(kCacheFormat)).Add(absl::string_view(region.ToString()));
   for (DType d : region.input_dtypes) h.Add(absl::string_view(DTypeName(d)));
   h.Add(absl::string_view(DTypeName(region.output_dtype))).Add(absl::string_view(options.arch));
-  h.Add(options.max_loop_ops).Add(options.max_post_ops).Add(options.budget_seconds).Add(options.time_top);
+  h.Add(options.max_loop_ops).Add(options.max_post_ops).Add(options.budget_seconds);
+  h.Add(options.time_top).Add(options.time_rounds);  // how many are timed, and how often, decides the choice
   return absl::StrCat(options.cache_dir, "/search/", h.Finish().ToHex(), ".json");
 }
 
