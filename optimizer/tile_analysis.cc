@@ -79,6 +79,7 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
       return op.args.size() == n ? absl::OkStatus() : Bad(i, absl::StrCat("takes ", n, " operands"));
     };
     TileInfo info;
+    if (op.rescale >= 0 && op.kind != TileOp::Kind::kAccumulate) return Bad(i, "only accumulators are rescaled");
     switch (op.kind) {
       case TileOp::Kind::kInput: {
         if (absl::Status s = want_args(0); !s.ok()) return s;
@@ -147,6 +148,34 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
           if (a.source == TileAxis::Source::kLoop) return Bad(i, "accumulates a tile with a loop axis");
         }
         info.in_loop = false;
+        if (op.rescale >= 0) {
+          if (op.rescale >= static_cast<int>(i) || block.tile_ops[op.rescale].kind != TileOp::Kind::kStableExp) {
+            return Bad(i, absl::StrCat("is rescaled by x", op.rescale, ", not an earlier stable exp"));
+          }
+          const TileOp& e = block.tile_ops[op.rescale];
+          const TileInfo& rows = tiles[op.rescale];
+          if (rows.axes[e.axis].source != TileAxis::Source::kLoop) {
+            return Bad(i, absl::StrCat("is rescaled by x", op.rescale, ", whose max does not run along the loop"));
+          }
+          if (rows.axes.size() > info.axes.size()) return Bad(i, "has fewer axes than the rows it is rescaled by");
+          const size_t lead = info.axes.size() - rows.axes.size();
+          for (size_t d = 0; d < rows.axes.size(); ++d) {
+            const TileAxis row = static_cast<int>(d) == e.axis ? TileAxis() : rows.axes[d];
+            if (!AxesBroadcast(row, info.axes[d + lead])) {
+              return Bad(i, absl::StrCat("axis ", d + lead, " does not meet the rows of x", op.rescale));
+            }
+          }
+        }
+        break;
+      }
+      case TileOp::Kind::kStableExp: {
+        if (absl::Status s = want_args(1); !s.ok()) return s;
+        info = arg(0);
+        if (op.axis < 0 || op.axis >= static_cast<int>(info.axes.size())) return Bad(i, "stable exp axis");
+        const TileAxis::Source source = info.axes[op.axis].source;
+        if (source != TileAxis::Source::kLoop && source != TileAxis::Source::kFull) {
+          return Bad(i, "a stable exp's max runs along the loop axis or an axis read whole");
+        }
         break;
       }
     }
@@ -166,11 +195,38 @@ int64_t AccumulatorFloats(const BlockGraph& block, const std::vector<TileInfo>& 
   return floats;
 }
 
+std::vector<int64_t> ShiftRows(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op) {
+  std::vector<int64_t> rows;
+  for (const TileAxis& a : tiles[op].axes) rows.push_back(a.size);
+  rows[block.tile_ops[op].axis] = 1;
+  return rows;
+}
+
+bool IsRunningMax(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op) {
+  const TileOp& t = block.tile_ops[op];
+  return t.kind == TileOp::Kind::kStableExp && tiles[t.args[0]].axes[t.axis].source == TileAxis::Source::kLoop;
+}
+
+int64_t RunningMaxOffset(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op) {
+  int64_t floats = AccumulatorFloats(block, tiles);
+  for (int i = 0; i < op; ++i) {
+    if (!IsRunningMax(block, tiles, i)) continue;
+    int64_t rows = 1;
+    for (int64_t r : ShiftRows(block, tiles, i)) rows *= r;
+    floats += (rows + 3) / 4 * 4;
+  }
+  return floats;
+}
+
+int64_t RunningMaxFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles) {
+  return RunningMaxOffset(block, tiles, static_cast<int>(block.tile_ops.size())) - AccumulatorFloats(block, tiles);
+}
+
 int64_t SplitWorkspaceBytesPerPoint(const BlockGraph& block) {
   if (block.kind != BlockKind::kTiled || block.loop_split <= 1) return 0;
   absl::StatusOr<std::vector<TileInfo>> tiles = AnalyzeTiles(block);
   if (!tiles.ok()) return 0;
-  return 4 * block.loop_split * AccumulatorFloats(block, *tiles);
+  return 4 * block.loop_split * (AccumulatorFloats(block, *tiles) + RunningMaxFloats(block, *tiles));
 }
 
 }  // namespace kiln::ugraph

@@ -139,6 +139,7 @@ std::string TileKindName(TileOp::Kind kind) {
     case TileOp::Kind::kBinary: return "binary";
     case TileOp::Kind::kReduceSum: return "reduce_sum";
     case TileOp::Kind::kAccumulate: return "accumulate";
+    case TileOp::Kind::kStableExp: return "stable_exp";
   }
   return "?";
 }
@@ -151,10 +152,12 @@ std::string TileOpText(const TileOp& op) {
     case TileOp::Kind::kUnary:
     case TileOp::Kind::kBinary: absl::StrAppend(&out, " ", OpName(op.op)); break;
     case TileOp::Kind::kMatmul: absl::StrAppend(&out, " ", DTypeName(op.dtype)); break;
-    case TileOp::Kind::kReduceSum: absl::StrAppend(&out, " axis ", op.axis); break;
+    case TileOp::Kind::kReduceSum:
+    case TileOp::Kind::kStableExp: absl::StrAppend(&out, " axis ", op.axis); break;
     case TileOp::Kind::kAccumulate: break;
   }
   for (int a : op.args) absl::StrAppend(&out, " x", a);
+  if (op.rescale >= 0) absl::StrAppend(&out, " rescaled by x", op.rescale);
   return out;
 }
 

@@ -202,7 +202,14 @@ struct TileOp {
     kUnary,       // op(args[0])
     kBinary,      // op(args[0], args[1]); size-1 and missing leading axes broadcast
     kReduceSum,   // sum over `axis`, kept with size 1 (only in-range elements)
-    kAccumulate,  // for-loop accumulator: args[0] (a loop-step tile) summed over the loop
+    kAccumulate,  // for-loop accumulator: args[0] (a loop-step tile) summed over the loop;
+                  // with `rescale`, see below
+    kStableExp,   // exp(args[0] - m), m a shift per row along `axis` (every
+                  // other coordinate): the max of args[0]'s in-range elements
+                  // there. Along a kFull axis that is the row's max; along the
+                  // loop axis it is the running max over the steps so far,
+                  // so every accumulator of a value that carries the factor
+                  // exp(-m) must follow it (`rescale`).
   };
   Kind kind = Kind::kInput;
   OpKind op = OpKind::kLeaf;  // kUnary, kBinary
@@ -211,6 +218,12 @@ struct TileOp {
   int axis = 0;               // kReduceSum
   double value = 0;           // kConstant
   DType dtype = DType::kF32;  // kMatmul: the product's dtype
+  // kAccumulate: the kStableExp (along the loop axis) whose running max the
+  // summed values are measured against, or -1. Each step first multiplies
+  // the accumulator by exp(m_before - m_after) per row of that op (its tile
+  // with `axis` at size 1, broadcast against the accumulator's), then adds:
+  // the online softmax. The sum stays exact for values linear in exp(-m).
+  int rescale = -1;
 };
 
 struct BlockGraph {

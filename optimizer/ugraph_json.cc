@@ -242,7 +242,7 @@ json BlockJson(const BlockGraph& b) {
   json tile_ops = json::array();
   for (const TileOp& op : b.tile_ops) {
     tile_ops.push_back({static_cast<int>(op.kind), std::string(OpName(op.op)), op.args, op.input, op.axis,
-                        DoubleJson(op.value), std::string(DTypeName(op.dtype))});
+                        DoubleJson(op.value), std::string(DTypeName(op.dtype)), op.rescale});
   }
   return {{"kind", static_cast<int>(b.kind)},
           {"tile_ops", tile_ops},
@@ -266,13 +266,14 @@ BlockGraph BlockFrom(const json& j) {
   if (j.contains("tile_ops")) {
     for (const json& o : j.at("tile_ops")) {
       TileOp op;
-      op.kind = EnumFrom<TileOp::Kind>(o.at(0), 7, "tile op kind");
+      op.kind = EnumFrom<TileOp::Kind>(o.at(0), 8, "tile op kind");
       op.op = OpFrom(o.at(1));
       op.args = AsInts(o.at(2));
       op.input = AsInt(o.at(3));
       op.axis = AsInt(o.at(4));
       op.value = DoubleFrom(o.at(5));
       op.dtype = DTypeFrom(o.at(6));
+      if (o.size() > 7) op.rescale = AsInt(o.at(7));  // written since the online softmax
       b.tile_ops.push_back(std::move(op));
     }
   }

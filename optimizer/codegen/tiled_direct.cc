@@ -17,7 +17,8 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   }
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
-    if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] < 0) continue;
+    // Sums kept in registers for the whole loop cannot follow a running max.
+    if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] < 0 || b_.tile_ops[fused_into_[i]].rescale >= 0) continue;
     const int a = op.args[0], bm = op.args[1];
     if (a == bm || b_.tile_ops[a].kind == TileOp::Kind::kConstant) continue;
     if (b_.tile_ops[bm].kind != TileOp::Kind::kInput || uses[bm] != 1 || phase_[bm] != Phase::kLoop) continue;

@@ -125,6 +125,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
     offsets_[i] = buffers_;
     buffers_ += tiles_[i].padded_floats();
   }
+  PlanShifts();
   const int64_t limit = ugraph::DeviceLimits().max_shared_memory_per_block;
   if (4 * buffers_ > limit) {
     return absl::UnimplementedError(absl::StrCat("codegen: the tiles need ", 4 * buffers_,
@@ -522,6 +523,7 @@ void TiledGenerator::EmitOp(int i) {
     case TileOp::Kind::kMatmul: return EmitMatmul(i);
     case TileOp::Kind::kReduceSum: return EmitReduce(i);
     case TileOp::Kind::kAccumulate: return EmitAccumulate(i);
+    case TileOp::Kind::kStableExp: return EmitStableExp(i);
   }
 }
 
@@ -579,6 +581,7 @@ absl::Status TiledGenerator::Generate() {
   for (size_t i = 0; i < n; ++i) {
     if (offsets_[i] >= 0) e_.Linef("float* const ", Buffer(i), " = smem + ", offsets_[i], ";");
   }
+  DeclareShifts();
   if (scratch_ > 0) e_.Linef("float* const scratch = smem + ", buffers_, ";");
   for (size_t i = 0; i < n; ++i) {
     if (inputs_[i].ring) {
@@ -628,6 +631,7 @@ absl::Status TiledGenerator::Generate() {
     e_.Close();
     Wrote(static_cast<int>(i), true);
   }
+  EmitShiftReset();
   if (loop) {
     // This block's steps: all of them, or its share of a split loop.
     e_.Linef("const i64 steps = ", count(b_.forloop), ";");
@@ -688,7 +692,7 @@ absl::Status TiledGenerator::Generate() {
 }
 
 void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
-  const int64_t floats = ugraph::AccumulatorFloats(b_, tiles_);
+  const int64_t floats = ugraph::AccumulatorFloats(b_, tiles_) + ugraph::RunningMaxFloats(b_, tiles_);
   e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
            " blocks of this grid point adds them in split order and goes on");
   e_.Linef("const i64 point = ", point, ";");
@@ -708,6 +712,7 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = ", Buffer(i), "[l];");
     e_.Close();
   });
+  EmitSplitShifts(split, floats, /*combine=*/false);
   // The barrier orders every thread's partials before thread 0's fence,
   // which makes them visible to the GPU before it counts this block.
   Sync();
@@ -718,11 +723,20 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   Sync();
   e_.Open("if (split_last)");
   e_.Line("__threadfence();");
+  // Sums taken against running maxes are first brought to the max of the
+  // blocks' (FlashDecoding's combine).
+  EmitSplitShifts(split, floats, /*combine=*/true);
+  if (ugraph::RunningMaxFloats(b_, tiles_) > 0) Sync();
   accumulators([&](int i, int64_t offset) {
     OpenLinear(tiles_[i].elements());
     e_.Line("float sum = 0.0f;");
+    std::string factor;
+    if (b_.tile_ops[i].rescale >= 0) {
+      const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+      factor = absl::StrCat(" * ", SplitFactor(i, floats, Unravel(sizes, RowMajorOrder(sizes.size()), "l")));
+    }
     e_.Linef("for (int q = 0; q < ", b_.loop_split, "; ++q) sum += __ldcg(partials + q * ", floats, " + ", offset,
-             " + l);");
+             " + l)", factor, ";");
     e_.Linef(Buffer(i), "[l] = sum;");
     e_.Close();
     Wrote(i, true);

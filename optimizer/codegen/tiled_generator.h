@@ -301,6 +301,27 @@ class TiledGenerator {
   std::optional<std::pair<int, double>> ScaledSum(int x) const;
   // `value` times the scale sum i takes on its way into its accumulator.
   std::string Scaled(int i, const std::string& value) const;
+  // Stable exps (tiled_stable_exp.cc): each keeps a shift per row in
+  // shared memory (shift<i>), and a running max the step's rescale factor
+  // (rescale<i>), which the accumulators that follow it take.
+  bool RunningShift(int i) const;
+  std::vector<int64_t> ShiftRows(int i) const;
+  int64_t ShiftRowCount(int i) const;
+  // The row of stable exp i that element `coords` of tile t (broadcast
+  // against the rows, aligned right) belongs to.
+  std::string RowOf(int i, const TileInfo& t, const std::vector<std::string>& coords) const;
+  void PlanShifts();
+  void DeclareShifts();
+  // Running maxes to -inf, before the loop.
+  void EmitShiftReset();
+  void EmitStableExp(int i);
+  // A split loop's running maxes: out to the workspace after the
+  // accumulators, or (combine) the max over the blocks into shift<i>.
+  void EmitSplitShifts(const std::string& split, int64_t floats, bool combine);
+  // What block q's partial sum of accumulator `acc` (a rescaled one) at
+  // `coords` is multiplied by in the combine.
+  std::string SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const;
+  std::vector<int64_t> shift_offsets_, rescale_offsets_;  // by op, in floats, or -1
   // Which ops must run: outputs, accumulators, and what they read, less
   // what is read from the ring instead of a tile (sets InputPlan::tile).
   void PlanNeeded();

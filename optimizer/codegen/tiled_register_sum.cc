@@ -45,7 +45,10 @@ void TiledGenerator::PlanRegisterSums() {
   register_root_.assign(b_.tile_ops.size(), -1);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
-    if (op.kind != TileOp::Kind::kReduceSum || fused_into_[i] < 0 || phase_[i] != Phase::kLoop) continue;
+    if (op.kind != TileOp::Kind::kReduceSum || fused_into_[i] < 0 || phase_[i] != Phase::kLoop ||
+        b_.tile_ops[fused_into_[i]].rescale >= 0) {
+      continue;  // (sums kept in registers for the whole loop cannot follow a running max)
+    }
     const int source = ChainSource(op.args[0]);
     if (source < 0) continue;
     const InputPlan& in = inputs_[source];

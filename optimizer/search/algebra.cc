@@ -50,6 +50,14 @@ FloatAlgebra::Value FloatAlgebra::Binary(OpKind op, Value a, Value b) const {
   return cpu::BinaryFloat(op, a, b);
 }
 
+FloatAlgebra::Value FloatAlgebra::ShiftedExp(Value x, Value shift) const {
+  return std::isinf(shift) && shift < 0 ? std::exp(x) : std::exp(x - shift);
+}
+
+FloatAlgebra::Value FloatAlgebra::Rescale(Value before, Value after) const {
+  return std::isinf(after) && after < 0 ? 1.0f : std::exp(before - after);
+}
+
 FloatAlgebra::Value FloatAlgebra::Round(DType dtype, Value x) const {
   switch (dtype) {
     case DType::kF16: return Half::FromFloat(x).ToFloat();

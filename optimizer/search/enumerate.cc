@@ -38,6 +38,7 @@ class Enumerator {
       if (op.kind == RegionOp::Kind::kUnary) unary_.insert(op.op);
       if (op.kind == RegionOp::Kind::kBinary) binary_.insert(op.op);
       has_matmul_ |= op.kind == RegionOp::Kind::kMatmul;
+      has_stable_exp_ |= op.kind == RegionOp::Kind::kStableExp;
     }
   }
 
@@ -172,6 +173,7 @@ class Enumerator {
       }
       case TileOp::Kind::kReduceSum:
         return pool_.Sum(MakeRational(AxisCount(tiles[op.args[0]].axes[op.axis]), 1), arg(0));
+      case TileOp::Kind::kStableExp: return pool_.Exp(arg(0));  // the shift dropped, as the region's
       case TileOp::Kind::kAccumulate: {
         const Schedule& s = candidate_.schedule;
         for (size_t c = 0; c < s.map.size(); ++c) {
@@ -238,6 +240,7 @@ class Enumerator {
       if (!used[i]) continue;
       CandidateOp op = candidate_.ops[i];
       for (int& a : op.op.args) a = remap[a];
+      if (op.op.rescale >= 0) op.op.rescale = remap[op.op.rescale];
       if (op.op.kind == TileOp::Kind::kInput) {
         iterators.push_back(candidate_.iterator_ops[op.op.input]);
         op.op.input = static_cast<int>(iterators.size()) - 1;
@@ -279,11 +282,14 @@ class Enumerator {
         const auto src = tiles_[a].axes[axis].source;
         if (src != ugraph::TileAxis::Source::kLoop && src != ugraph::TileAxis::Source::kFull) continue;
         if (!phase_ok({a})) continue;
-        TileOp op;
-        op.kind = TileOp::Kind::kReduceSum;
-        op.args = {a};
-        op.axis = static_cast<int>(axis);
-        Try(op, loop, last, count);
+        for (TileOp::Kind kind : {TileOp::Kind::kReduceSum, TileOp::Kind::kStableExp}) {
+          if (kind == TileOp::Kind::kStableExp && !has_stable_exp_) continue;
+          TileOp op;
+          op.kind = kind;
+          op.args = {a};
+          op.axis = static_cast<int>(axis);
+          Try(op, loop, last, count);
+        }
       }
       for (int b = 0; b < n; ++b) {
         if (!phase_ok({a, b})) continue;
@@ -331,6 +337,13 @@ class Enumerator {
       TileOp acc;
       acc.kind = TileOp::Kind::kAccumulate;
       acc.args = {i};
+      // A sum of values taken against a running max follows it.
+      const std::vector<int> shifts = RunningShifts(i);
+      if (shifts.size() > 1) {
+        ok = false;
+        break;
+      }
+      if (!shifts.empty()) acc.rescale = shifts[0];
       block_.tile_ops.push_back(acc);
       auto tiles = ugraph::AnalyzeTiles(block_);
       if (!tiles.ok()) {
@@ -358,6 +371,27 @@ class Enumerator {
       block_.tile_ops.pop_back();
     }
     tiles_.resize(mark);
+  }
+
+  // The stable exps along the loop axis that loop op `x` reads, directly
+  // or through other loop ops.
+  std::vector<int> RunningShifts(int x) const {
+    std::set<int> found;
+    std::vector<int> stack = {x};
+    std::vector<bool> seen(candidate_.ops.size(), false);
+    while (!stack.empty()) {
+      const int y = stack.back();
+      stack.pop_back();
+      if (seen[y] || !tiles_[y].in_loop) continue;
+      seen[y] = true;
+      const TileOp& op = candidate_.ops[y].op;
+      if (op.kind == TileOp::Kind::kStableExp &&
+          tiles_[op.args[0]].axes[op.axis].source == ugraph::TileAxis::Source::kLoop) {
+        found.insert(y);
+      }
+      for (int a : op.args) stack.push_back(a);
+    }
+    return {found.begin(), found.end()};
   }
 
   DType MatmulDType() const {
@@ -391,6 +425,7 @@ class Enumerator {
   int leaves_ = 0;
   std::set<OpKind> unary_, binary_;
   bool has_matmul_ = false;
+  bool has_stable_exp_ = false;
   EnumerateStats stats_;
   int64_t ticks_ = 0;
   int level_ = 0;

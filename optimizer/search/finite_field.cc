@@ -36,7 +36,7 @@ class SplitMix64 {
 
 // Separates the random functions of different purposes (and arities), so
 // that e.g. Opaque(kExp, a) and Exp(a).q are unrelated.
-enum Domain : uint64_t { kOpaque1 = 1, kOpaque2 = 2, kExpQ = 3, kConstant = 4 };
+enum Domain : uint64_t { kOpaque1 = 1, kOpaque2 = 2, kExpQ = 3, kConstant = 4, kArbitrary = 5 };
 
 // A keyed random function of (tag, words) into Z_p x Z_q. Words are absorbed
 // one at a time through the bijection Mix64, so order matters and two
@@ -234,6 +234,8 @@ FieldElement Field::Div(FieldElement a, FieldElement b) const {
 FieldElement Field::Exp(FieldElement a) const {
   return {PowMod(w_, a.q, p_), RandomElement(key_, kExpQ, {a.p, a.q}, p_, q_).q};
 }
+
+FieldElement Field::Arbitrary(uint64_t site) const { return RandomElement(key_, kArbitrary, {site}, p_, q_); }
 
 FieldElement Field::Opaque(OpKind op, FieldElement a) const {
   return RandomElement(key_, OpTag(kOpaque1, op), {a.p, a.q}, p_, q_);

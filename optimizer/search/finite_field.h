@@ -54,6 +54,9 @@ class Field {
   // random function of a (no homomorphism from Z_q into Z_q^* exists), so
   // exponentials of exponentials are compared, not rewritten.
   FieldElement Exp(FieldElement a) const;
+  // A fixed random element for `site` (any 64-bit label): a value the
+  // program may choose freely, such as the shift that stabilizes a softmax.
+  FieldElement Arbitrary(uint64_t site) const;
   // A seeded random function of `op` and its arguments (1 or 2).
   FieldElement Opaque(OpKind op, FieldElement a) const;
   FieldElement Opaque(OpKind op, FieldElement a, FieldElement b) const;

@@ -55,8 +55,18 @@ FusedCase LoraCase(int64_t m, int64_t k, int64_t n, int64_t r, DType dtype, Devi
                 matmul(x, w) + matmul(matmul(x, a), b));
 }
 
+FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys, DType dtype, Device device) {
+  // peers.py: K given transposed, (batch, head_dim, keys); no scale.
+  Tensor q = Leaf({batch, queries, head_dim}, 1, 10, dtype, device);
+  Tensor k = Leaf({batch, head_dim, keys}, 0.1, 11, dtype, device);
+  Tensor v = Leaf({batch, keys, head_dim}, 1, 12, dtype, device);
+  return Finish(absl::StrCat("attention_", batch, "x", queries, "x", head_dim, "x", keys), {q, k, v},
+                matmul(softmax(matmul(q, k), -1), v));
+}
+
 std::vector<std::string> FusedCaseNames() {
-  return {"rmsnorm_linear_bs1", "rmsnorm_linear_bs8", "gated_mlp_bs8", "lora_r16"};
+  return {"rmsnorm_linear_bs1", "rmsnorm_linear_bs8", "gated_mlp_bs8", "lora_r16", "gqa_bs1", "gqa_bs8",
+          "seed_attention"};
 }
 
 absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) {
@@ -65,6 +75,9 @@ absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) 
   else if (name == "rmsnorm_linear_bs8") c = RmsNormLinearCase(16, 4096, 6144, DType::kF16, device);
   else if (name == "gated_mlp_bs8") c = GatedMlpCase(8, 4096, 4096, DType::kF16, device);
   else if (name == "lora_r16") c = LoraCase(16, 256, 4096, 16, DType::kF16, device);
+  else if (name == "gqa_bs1") c = AttentionCase(2, 256, 64, 4096, DType::kF16, device);
+  else if (name == "gqa_bs8") c = AttentionCase(16, 256, 64, 4096, DType::kF16, device);
+  else if (name == "seed_attention") c = AttentionCase(64, 1, 128, 4096, DType::kF16, device);
   else return absl::NotFoundError(absl::StrCat("no fused case named ", name));
   c.name = name;
   return c;

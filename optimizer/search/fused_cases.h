@@ -28,7 +28,14 @@ FusedCase GatedMlpCase(int64_t m, int64_t k, int64_t n, DType dtype = DType::kF1
 FusedCase LoraCase(int64_t m, int64_t k, int64_t n, int64_t r, DType dtype = DType::kF16,
                    Device device = Device::Cpu());
 
-// rmsnorm_linear_bs1, rmsnorm_linear_bs8, gated_mlp_bs8, lora_r16.
+// softmax(Q @ K) @ V with Q [batch, queries, head_dim], K given transposed
+// [batch, head_dim, keys], V [batch, keys, head_dim]: kiln's softmax
+// (max-subtracted, in f32 for 16-bit inputs).
+FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
+                        DType dtype = DType::kF16, Device device = Device::Cpu());
+
+// rmsnorm_linear_bs1, rmsnorm_linear_bs8, gated_mlp_bs8, lora_r16, gqa_bs1, gqa_bs8,
+// seed_attention.
 std::vector<std::string> FusedCaseNames();
 absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device = Device::Cpu());
 

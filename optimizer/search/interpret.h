@@ -94,6 +94,26 @@ absl::StatusOr<DenseArray<V>> EvaluateRegion(const Region& region, const std::ve
       case RegionOp::Kind::kBinary:
         v[i] = Elementwise(v[op.args[0]], &v[op.args[1]], alg, op.op);
         break;
+      case RegionOp::Kind::kStableExp: {
+        const DenseArray<V>& in = v[op.args[0]];
+        std::vector<int64_t> rows = in.shape;
+        for (int a : op.axes) rows[a] = 1;
+        const auto sr = RowMajorStrides(rows);
+        DenseArray<V> row_max = DenseArray<V>::Filled(rows, alg.NoShift());
+        int64_t k = 0;
+        ForEach(in.shape, [&](const std::vector<int64_t>& c) {
+          V& m = row_max.data[BroadcastOffset(c, rows, sr)];
+          m = alg.Maximum(m, in.data[k++]);
+        });
+        DenseArray<V> out = DenseArray<V>::Filled(shape, alg.Zero());
+        k = 0;
+        ForEach(in.shape, [&](const std::vector<int64_t>& c) {
+          out.data[k] = alg.ShiftedExp(in.data[k], alg.RegionShift(row_max.data[BroadcastOffset(c, rows, sr)]));
+          ++k;
+        });
+        v[i] = std::move(out);
+        break;
+      }
       case RegionOp::Kind::kPermute: {
         const DenseArray<V>& in = v[op.args[0]];
         const auto strides = RowMajorStrides(in.shape);

@@ -25,6 +25,24 @@ const Node* ScalarConstant(const Node* n) {
   return n->op == OpKind::kConstant && n->shape.rank() == 0 ? n : nullptr;
 }
 
+// x where `n` is exp(x - max(x, axes, keepdim=true)) (softmax's stabilized
+// exponential; casts between f32 and 16-bit floats on the way allowed), with
+// the max's axes; else nullptr.
+const Node* StabilizedArgument(const Node* n, std::vector<int>* axes) {
+  if (n->op != OpKind::kExp || n->is_realized()) return nullptr;
+  const Node* sub = n->inputs[0].get();
+  while (IsFloatCast(sub) && !sub->is_realized()) sub = sub->inputs[0].get();
+  if (sub->op != OpKind::kSub || sub->is_realized()) return nullptr;
+  const Node* x = sub->inputs[0].get();
+  const Node* m = sub->inputs[1].get();
+  if (m->op != OpKind::kReduceMax || m->is_realized() || m->inputs[0].get() != x) return nullptr;
+  const auto& attrs = std::get<ReduceAttrs>(m->attrs);
+  if (!attrs.keepdim) return nullptr;
+  axes->assign(attrs.axes.begin(), attrs.axes.end());
+  std::sort(axes->begin(), axes->end());
+  return x;
+}
+
 // Union-find over dim classes.
 class Classes {
  public:
@@ -124,6 +142,16 @@ class Extractor {
     if (n != output_ && (is_boundary_(n) || !Searchable(n))) return AddInput(n);
     if (n->is_realized()) return AddInput(n);
     if (IsFloatCast(n)) return Visit(n->inputs[0].get());
+    if (std::vector<int> axes; const Node* x = StabilizedArgument(n, &axes)) {
+      RegionOp op;
+      op.kind = RegionOp::Kind::kStableExp;
+      op.op = OpKind::kExp;
+      op.args = {Visit(x)};
+      op.axes = std::move(axes);
+      op.classes = region_.ops[op.args[0]].classes;
+      for (int a : op.axes) reduced_.push_back(op.classes[a]);
+      return Add(std::move(op));
+    }
     std::vector<int> args;
     for (const auto& in : n->inputs) args.push_back(Visit(in.get()));
     RegionOp op;
@@ -224,6 +252,7 @@ std::string Region::ToString() const {
       case RegionOp::Kind::kInput: absl::StrAppend(&out, "input #", op.input); break;
       case RegionOp::Kind::kConstant: absl::StrAppend(&out, "const ", op.value); break;
       case RegionOp::Kind::kPermute: absl::StrAppend(&out, "permute"); break;
+      case RegionOp::Kind::kStableExp: absl::StrAppend(&out, "stable_exp"); break;
       default: absl::StrAppend(&out, OpName(op.op)); break;
     }
     for (int a : op.args) absl::StrAppend(&out, " r", a);
@@ -263,6 +292,7 @@ Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs) {
       }
       case RegionOp::Kind::kPermute: v[i] = permute(arg(0), op.axes); break;
       case RegionOp::Kind::kMatmul: v[i] = matmul(arg(0), arg(1)); break;
+      case RegionOp::Kind::kStableExp: v[i] = exp(arg(0) - max(arg(0), op.axes, /*keepdim=*/true)); break;
       case RegionOp::Kind::kReduce:
         v[i] = op.op == OpKind::kReduceMean ? mean(arg(0), op.axes, op.keepdim) : sum(arg(0), op.axes, op.keepdim);
         break;
@@ -280,6 +310,7 @@ std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool) {
       case RegionOp::Kind::kConstant: e[i] = pool.Constant(op.value); break;
       case RegionOp::Kind::kPermute: e[i] = e[op.args[0]]; break;
       case RegionOp::Kind::kUnary: e[i] = UnaryExpr(pool, op.op, e[op.args[0]]); break;
+      case RegionOp::Kind::kStableExp: e[i] = pool.Exp(e[op.args[0]]); break;  // the shift dropped
       case RegionOp::Kind::kBinary: e[i] = BinaryExpr(pool, op.op, e[op.args[0]], e[op.args[1]]); break;
       case RegionOp::Kind::kMatmul: {
         const RegionOp& a = region.ops[op.args[0]];

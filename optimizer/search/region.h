@@ -1,6 +1,7 @@
 // A region of a trace as the search sees it: a shape-generic program over
 // the region's inputs, in the ops the search understands (elementwise,
-// sum/mean reductions, matmul, permute; float casts are dropped since tiles
+// sum/mean reductions, matmul, permute, a softmax's max-stabilized exp;
+// float casts are dropped since tiles
 // compute in f32), with every axis assigned a dim class: axes that must have
 // equal sizes (matmul's contracted axes, broadcast partners) share a class.
 // Classes let the verifier run a candidate at small sizes that keep its
@@ -21,13 +22,16 @@
 namespace kiln::search {
 
 struct RegionOp {
-  enum class Kind : uint8_t { kInput, kConstant, kUnary, kBinary, kReduce, kMatmul, kPermute };
+  // kStableExp: exp(x - max(x, axes, keepdim)) of args[0], as softmax
+  // writes it; the max is a shift the algebra treats as arbitrary
+  // (algebra.h), so its abstract expression is exp(x).
+  enum class Kind : uint8_t { kInput, kConstant, kUnary, kBinary, kReduce, kMatmul, kPermute, kStableExp };
   Kind kind = Kind::kInput;
   OpKind op = OpKind::kLeaf;  // kUnary, kBinary; kReduce: kReduceSum or kReduceMean
   std::vector<int> args;      // earlier ops
   int input = -1;             // kInput
   double value = 0;           // kConstant
-  std::vector<int> axes;      // kReduce: reduced axes (sorted); kPermute: the permutation
+  std::vector<int> axes;      // kReduce, kStableExp: reduced axes (sorted); kPermute: the permutation
   bool keepdim = false;       // kReduce
   std::vector<int> classes;   // the dim class of each axis of the result
 };

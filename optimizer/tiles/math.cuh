@@ -71,4 +71,20 @@ template <typename T> __device__ __forceinline__ i64 op_le(T a, T b) { return a 
 template <typename T> __device__ __forceinline__ i64 op_gt(T a, T b) { return a > b; }
 template <typename T> __device__ __forceinline__ i64 op_ge(T a, T b) { return a >= b; }
 
+// ---- online softmax (the stable exps of graph-defined blocks): shifts are
+// row maxes; a row with no finite element yet has shift -inf.
+__device__ __forceinline__ float no_shift() { return __int_as_float(0xff800000); }
+// exp(x - shift); exp(x) while the row has no shift (masked scores give 0).
+__device__ __forceinline__ float stable_exp(float x, float shift) {
+  return expf(x - (shift == no_shift() ? 0.0f : shift));
+}
+// What a sum taken at shift `before` is multiplied by to be at `after`.
+__device__ __forceinline__ float shift_rescale(float before, float after) {
+  return after == no_shift() ? 1.0f : expf(before - after);
+}
+// A split block's partial sum, taken at `part`, brought to the combined shift.
+__device__ __forceinline__ float split_factor(float part, float combined) {
+  return part == no_shift() ? 0.0f : expf(part - combined);
+}
+
 }  // namespace kiln

@@ -1,0 +1,157 @@
+// Stabilized exponentials of graph-defined blocks (TileOp::kStableExp): the
+// online softmax. Each row of the tile (every coordinate but the op's axis)
+// keeps a shift in shared memory (`shift<i>`): the max of its in-range
+// elements, or along the loop axis the running max over the steps so far.
+// A step
+//   1. takes each row's max (a warp per row, or a thread per short row),
+//      moves the shift to max(shift, row max) and, for a running max, keeps
+//      the factor exp(before - after) (`rescale<i>`);
+//   2. writes exp(x - shift) over the tile;
+//   3. multiplies the accumulators that follow this op (TileOp::rescale)
+//      by their row's factor, before anything adds this step's values.
+// A row with no finite element yet keeps -inf: its exponentials are
+// exp(x) (0 for masked scores) and its factor 1 (tiles/math.cuh).
+#include "optimizer/codegen/tiled_generator.h"
+
+namespace kiln::codegen::tiled_internal {
+
+bool TiledGenerator::RunningShift(int i) const { return ugraph::IsRunningMax(b_, tiles_, i); }
+
+std::vector<int64_t> TiledGenerator::ShiftRows(int i) const { return ugraph::ShiftRows(b_, tiles_, i); }
+
+int64_t TiledGenerator::ShiftRowCount(int i) const {
+  const std::vector<int64_t> rows = ShiftRows(i);
+  return Product(rows, 0, rows.size());
+}
+
+std::string TiledGenerator::RowOf(int i, const TileInfo& t, const std::vector<std::string>& coords) const {
+  const std::vector<int64_t> rows = ShiftRows(i);
+  const size_t lead = t.axes.size() - rows.size();
+  std::vector<std::string> at(rows.size());
+  for (size_t d = 0; d < rows.size(); ++d) at[d] = rows[d] == 1 ? "0" : coords[d + lead];
+  return RowMajor(rows, at);
+}
+
+void TiledGenerator::PlanShifts() {
+  const size_t n = b_.tile_ops.size();
+  shift_offsets_.assign(n, -1);
+  rescale_offsets_.assign(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (b_.tile_ops[i].kind != TileOp::Kind::kStableExp) continue;
+    const int64_t rows = (ShiftRowCount(static_cast<int>(i)) + 3) / 4 * 4;
+    shift_offsets_[i] = buffers_;
+    buffers_ += rows;
+    if (!RunningShift(static_cast<int>(i))) continue;
+    rescale_offsets_[i] = buffers_;
+    buffers_ += rows;
+  }
+}
+
+void TiledGenerator::DeclareShifts() {
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (shift_offsets_[i] >= 0) e_.Linef("float* const shift", i, " = smem + ", shift_offsets_[i], ";");
+    if (rescale_offsets_[i] >= 0) e_.Linef("float* const rescale", i, " = smem + ", rescale_offsets_[i], ";");
+  }
+}
+
+void TiledGenerator::EmitShiftReset() {
+  bool any = false;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (rescale_offsets_[i] < 0) continue;
+    e_.Linef("// x", i, "'s running max: none yet");
+    OpenLinear(ShiftRowCount(static_cast<int>(i)));
+    e_.Linef("shift", i, "[l] = no_shift();");
+    e_.Close();
+    any = true;
+  }
+  if (any) Sync();  // other threads update the rows
+}
+
+void TiledGenerator::EmitStableExp(int i) {
+  const TileOp& op = b_.tile_ops[i];
+  const int x = op.args[0];
+  const bool running = RunningShift(i);
+  const std::vector<int64_t> in = Sizes(tiles_[x]);
+  const int64_t size = in[op.axis];
+  const int64_t inner = Product(in, op.axis + 1, in.size());
+  const int64_t rows = tiles_[x].elements() / size;
+  const std::string length = Length(tiles_[x].axes[op.axis]);
+  const std::string element =
+      inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
+                 : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
+  Read(x, false);
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": ", running ? "running max" : "row max", " per row of ", rows);
+  const bool warp = size >= 32;
+  if (warp) {
+    e_.Open(absl::StrCat("for (int o = threadIdx.x / 32; o < ", rows, "; o += ", b_.threads / 32, ")"));
+    e_.Line("float m = no_shift();");
+    e_.Linef("for (int j = threadIdx.x % 32; j < ", length, "; j += 32) m = fmaxf(m, ", element, ");");
+    e_.Line("m = warp_reduce<true>(m);");
+    e_.Open("if (threadIdx.x % 32 == 0)");
+  } else {
+    e_.Open(absl::StrCat("for (int o = threadIdx.x; o < ", rows, "; o += ", b_.threads, ")"));
+    e_.Line("float m = no_shift();");
+    e_.Linef("for (int j = 0; j < ", length, "; ++j) m = fmaxf(m, ", element, ");");
+    e_.Open("");
+  }
+  if (running) {
+    e_.Linef("const float before = shift", i, "[o], after = fmaxf(before, m);");
+    e_.Linef("rescale", i, "[o] = shift_rescale(before, after);");
+    e_.Linef("shift", i, "[o] = after;");
+  } else {
+    e_.Linef("shift", i, "[o] = m;");
+  }
+  e_.Close();
+  e_.Close();
+  Sync();
+  // 2: the exponentials, against each row's shift.
+  Read(i, true);
+  const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+  OpenLinear(tiles_[i].elements());
+  const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
+  e_.Linef(Buffer(i), "[l] = stable_exp(", Buffer(x), "[l], shift", i, "[", RowOf(i, tiles_[i], coords), "]);");
+  e_.Close();
+  Wrote(i, true);
+  if (!running) return;
+  // 3: the accumulators that follow this running max.
+  for (size_t a = 0; a < b_.tile_ops.size(); ++a) {
+    if (b_.tile_ops[a].kind != TileOp::Kind::kAccumulate || b_.tile_ops[a].rescale != i) continue;
+    const int acc = static_cast<int>(a);
+    Read(acc, true);
+    e_.Linef("// x", acc, " follows x", i, "'s running max");
+    const std::vector<int64_t> acc_sizes = Sizes(tiles_[acc]);
+    OpenLinear(tiles_[acc].elements());
+    const std::vector<std::string> at = Unravel(acc_sizes, RowMajorOrder(acc_sizes.size()), "l");
+    e_.Linef(Buffer(acc), "[l] *= rescale", i, "[", RowOf(i, tiles_[acc], at), "];");
+    e_.Close();
+    Wrote(acc, true);
+  }
+}
+
+void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, bool combine) {
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (rescale_offsets_[i] < 0) continue;
+    const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, static_cast<int>(i));
+    OpenLinear(ShiftRowCount(static_cast<int>(i)));
+    if (!combine) {
+      e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = shift", i, "[l];");
+    } else {
+      // The shift every block's sums are brought to: the max of theirs.
+      e_.Line("float m = no_shift();");
+      e_.Linef("for (int q = 0; q < ", b_.loop_split, "; ++q) m = fmaxf(m, __ldcg(partials + q * ", floats, " + ",
+               offset, " + l));");
+      e_.Linef("shift", i, "[l] = m;");
+    }
+    e_.Close();
+  }
+}
+
+std::string TiledGenerator::SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const {
+  const int s = b_.tile_ops[acc].rescale;
+  const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, s);
+  const std::string row = RowOf(s, tiles_[acc], coords);
+  return absl::StrCat("split_factor(__ldcg(partials + q * ", floats, " + ", offset, " + ", row, "), shift", s, "[",
+                      row, "])");
+}
+
+}  // namespace kiln::codegen::tiled_internal

@@ -1,0 +1,68 @@
+// Attention kernels found by the search (an online softmax in one kernel),
+// run on the GPU against the CPU reference executor running the unfused
+// tensor code: whole and with the keys split across blocks (FlashDecoding's
+// combine, which brings each block's sums to the max of their running
+// maxes), odd shapes included; outputs poisoned first (GraphRunner).
+#include <array>
+
+#include "gtest/gtest.h"
+#include "optimizer/cuda_executor.h"
+#include "optimizer/graph_runner.h"
+#include "optimizer/search/fused_cases.h"
+#include "optimizer/search/superoptimize.h"
+#include "optimizer/ugraph_validate.h"
+#include "tests/test_util.h"
+
+namespace kiln::search {
+namespace {
+
+using testing::ValueOrFail;
+
+// Runs `graph` (for the case's region) on the GPU; the number of output
+// elements off the CPU reference by more than `tolerance` (of its scale).
+int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph::KernelGraph& graph,
+                        double tolerance) {
+  std::unique_ptr<GraphRunner> runner = ValueOrFail(GraphRunner::Create(executor, graph));
+  for (size_t i = 0; i < c.region.inputs.size(); ++i) {
+    for (const Tensor& t : c.inputs) {
+      if (t.node().get() == c.region.inputs[i]) EXPECT_TRUE(runner->Upload(static_cast<int>(i), testing::ReadF32(t)).ok());
+    }
+  }
+  EXPECT_TRUE(runner->Run().ok());
+  const std::vector<float> got = ValueOrFail(runner->Download(static_cast<int>(c.region.inputs.size())));
+  return testing::ExpectWithinScale(got, testing::ReadF32(c.output), tolerance);
+}
+
+TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  // batch, queries, head dim, keys.
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {3, 1, 16, 300}, {2, 17, 64, 4097}, {1, 3, 128, 1000}, {5, 127, 32, 513}, {64, 1, 128, 4096}};
+  int split_runs = 0;
+  for (const auto& [b, q, d, keys] : shapes) {
+    for (DType dtype : {DType::kF16, DType::kF32}) {
+      SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
+      const FusedCase c = AttentionCase(b, q, d, keys, dtype, executor->device());
+      SearchOptions options;  // the cost model chooses; every split is run below
+      options.budget_seconds = 8;
+      SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+      ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+      const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2;
+      for (int64_t split : {1, 2, 8}) {
+        Candidate candidate = *r.candidate;
+        candidate.schedule.loop_split = split;
+        absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
+        ASSERT_TRUE(graph.ok()) << graph.status();
+        if (split > 1 && !ugraph::Validate(*graph).ok()) continue;  // no grid axis left for the split
+        split_runs += split > 1;
+        EXPECT_EQ(RunAgainstReference(*executor, c, *graph, tolerance), 0)
+            << "split " << split << "\n" << ugraph::ToText(*graph);
+      }
+    }
+  }
+  EXPECT_GE(split_runs, 8) << "the decode shapes (one query) split their keys";
+}
+
+}  // namespace
+}  // namespace kiln::search
