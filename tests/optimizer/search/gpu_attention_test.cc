@@ -43,7 +43,7 @@ TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
   for (const auto& [b, q, d, keys] : shapes) {
     for (DType dtype : {DType::kF16, DType::kF32}) {
       SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
-      const FusedCase c = AttentionCase(b, q, d, keys, dtype, executor->device());
+      const FusedCase c = AttentionCase(b, q, d, keys, dtype);
       SearchOptions options;  // the cost model chooses; every split is run below
       options.budget_seconds = 8;
       SearchResult r = ValueOrFail(Superoptimize(c.region, options));
