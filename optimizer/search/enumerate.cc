@@ -15,6 +15,15 @@ using ugraph::TileOp;
 
 constexpr int64_t kWholeLimit = 256;  // the largest class read whole
 
+// Whether class c is a batch dim (a leading dim) of some matmul's result.
+bool IsBatchClass(const Region& region, int c) {
+  for (const RegionOp& op : region.ops) {
+    if (op.kind != RegionOp::Kind::kMatmul) continue;
+    if (std::find(op.classes.begin(), op.classes.end() - 2, c) != op.classes.end() - 2) return true;
+  }
+  return false;
+}
+
 bool IsOutputClass(const Region& region, int c) {
   const auto& out = region.ops[region.output_op()].classes;
   return std::find(out.begin(), out.end(), c) != out.end();
@@ -487,6 +496,9 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
     if (mapping.map[c] == Schedule::Map::kLoop) choices = {32, 64, 128, 256};
     if (mapping.map[c] == Schedule::Map::kGrid) {
       choices = mapping.grid_axis[c] == 0 ? std::vector<int64_t>{16, 32, 64, 128} : std::vector<int64_t>{4, 16, 64};
+      // A batch dim of the products may also go one per block (attention's
+      // batch and heads: small tiles leave room to stream K and V).
+      if (mapping.grid_axis[c] != 0 && IsBatchClass(region, static_cast<int>(c))) choices.insert(choices.begin(), 1);
     }
     if (choices.empty()) continue;
     std::vector<Schedule> next;
