@@ -3,8 +3,11 @@
 // rescale the accumulators follow), and the verifier treats the softmax's
 // stabilizing max as an arbitrary shift (algebra.h): it accepts that kernel
 // and rejects one that drops the rescale. All on the CPU.
+#include <functional>
 #include <set>
+#include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/nvrtc_compiler.h"
 #include "ops/ops.h"
@@ -13,6 +16,8 @@
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/search/verify.h"
+#include "optimizer/tile_analysis.h"
+#include "optimizer/ugraph_json.h"
 #include "tests/test_util.h"
 
 namespace kiln::search {
@@ -132,6 +137,42 @@ TEST(AttentionSearch, AnUnnormalizedStableExpIsNotFused) {
       EXPECT_EQ(op.rescale, -1) << r.report.chosen_text;
     }
   }
+}
+
+// The block of the found kernel survives a JSON round trip (rescale
+// included), and malformed versions of it get clear errors.
+TEST(AttentionSearch, RescaledBlocksRoundTripAndBadOnesAreRejected) {
+  FusedCase c = AttentionCase(2, 5, 8, 300);
+  SearchResult r = Search(c.region);
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  absl::StatusOr<ugraph::KernelGraph> back = ugraph::FromJson(ugraph::ToJson(*r.graph));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ugraph::ToJson(*back), ugraph::ToJson(*r.graph));
+  const ugraph::BlockGraph& good = r.graph->kernels[0].block;
+  ASSERT_TRUE(ugraph::AnalyzeTiles(good).ok());
+  int stable = -1, acc = -1, matmul = -1;
+  for (size_t i = 0; i < good.tile_ops.size(); ++i) {
+    if (good.tile_ops[i].kind == TileOp::Kind::kStableExp) stable = static_cast<int>(i);
+    if (good.tile_ops[i].kind == TileOp::Kind::kAccumulate) acc = static_cast<int>(i);
+    if (good.tile_ops[i].kind == TileOp::Kind::kMatmul) matmul = static_cast<int>(i);
+  }
+  ASSERT_GE(stable, 0);
+  ASSERT_GE(acc, 0);
+  auto error = [&](const std::function<void(ugraph::BlockGraph&)>& mutate) {
+    ugraph::BlockGraph b = good;
+    mutate(b);
+    absl::StatusOr<std::vector<ugraph::TileInfo>> tiles = ugraph::AnalyzeTiles(b);
+    return tiles.ok() ? std::string("accepted") : std::string(tiles.status().message());
+  };
+  EXPECT_THAT(error([&](ugraph::BlockGraph& b) { b.tile_ops[acc].rescale = matmul; }),
+              ::testing::HasSubstr("not an earlier stable exp"));
+  EXPECT_THAT(error([&](ugraph::BlockGraph& b) { b.tile_ops[matmul].rescale = stable; }),
+              ::testing::HasSubstr("only accumulators are rescaled"));
+  EXPECT_THAT(error([&](ugraph::BlockGraph& b) { b.tile_ops[stable].axis = 7; }),
+              ::testing::HasSubstr("stable exp axis"));
+  // The max along the query rows (a grid axis) would differ between blocks.
+  EXPECT_THAT(error([&](ugraph::BlockGraph& b) { b.tile_ops[stable].axis = 1; }),
+              ::testing::HasSubstr("loop axis or an axis read whole"));
 }
 
 // Every kernel the search emits for attention compiles (NVRTC needs no GPU).
