@@ -152,16 +152,14 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
           if (op.rescale >= static_cast<int>(i) || block.tile_ops[op.rescale].kind != TileOp::Kind::kStableExp) {
             return Bad(i, absl::StrCat("is rescaled by x", op.rescale, ", not an earlier stable exp"));
           }
-          const TileOp& e = block.tile_ops[op.rescale];
-          const TileInfo& rows = tiles[op.rescale];
-          if (rows.axes[e.axis].source != TileAxis::Source::kLoop) {
+          if (!IsRunningMax(block, tiles, op.rescale)) {
             return Bad(i, absl::StrCat("is rescaled by x", op.rescale, ", whose max does not run along the loop"));
           }
+          const TileInfo rows = ShiftRowTile(block, tiles, op.rescale);
           if (rows.axes.size() > info.axes.size()) return Bad(i, "has fewer axes than the rows it is rescaled by");
           const size_t lead = info.axes.size() - rows.axes.size();
           for (size_t d = 0; d < rows.axes.size(); ++d) {
-            const TileAxis row = static_cast<int>(d) == e.axis ? TileAxis() : rows.axes[d];
-            if (!AxesBroadcast(row, info.axes[d + lead])) {
+            if (!AxesBroadcast(rows.axes[d], info.axes[d + lead])) {
               return Bad(i, absl::StrCat("axis ", d + lead, " does not meet the rows of x", op.rescale));
             }
           }
@@ -195,10 +193,9 @@ int64_t AccumulatorFloats(const BlockGraph& block, const std::vector<TileInfo>& 
   return floats;
 }
 
-std::vector<int64_t> ShiftRows(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op) {
-  std::vector<int64_t> rows;
-  for (const TileAxis& a : tiles[op].axes) rows.push_back(a.size);
-  rows[block.tile_ops[op].axis] = 1;
+TileInfo ShiftRowTile(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op) {
+  TileInfo rows = tiles[op];
+  rows.axes[block.tile_ops[op].axis] = TileAxis();
   return rows;
 }
 
@@ -210,23 +207,20 @@ bool IsRunningMax(const BlockGraph& block, const std::vector<TileInfo>& tiles, i
 int64_t RunningMaxOffset(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op) {
   int64_t floats = AccumulatorFloats(block, tiles);
   for (int i = 0; i < op; ++i) {
-    if (!IsRunningMax(block, tiles, i)) continue;
-    int64_t rows = 1;
-    for (int64_t r : ShiftRows(block, tiles, i)) rows *= r;
-    floats += (rows + 3) / 4 * 4;
+    if (IsRunningMax(block, tiles, i)) floats += ShiftRowTile(block, tiles, i).padded_floats();
   }
   return floats;
 }
 
-int64_t RunningMaxFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles) {
-  return RunningMaxOffset(block, tiles, static_cast<int>(block.tile_ops.size())) - AccumulatorFloats(block, tiles);
+int64_t SplitFloatsPerBlock(const BlockGraph& block, const std::vector<TileInfo>& tiles) {
+  return RunningMaxOffset(block, tiles, static_cast<int>(block.tile_ops.size()));
 }
 
 int64_t SplitWorkspaceBytesPerPoint(const BlockGraph& block) {
   if (block.kind != BlockKind::kTiled || block.loop_split <= 1) return 0;
   absl::StatusOr<std::vector<TileInfo>> tiles = AnalyzeTiles(block);
   if (!tiles.ok()) return 0;
-  return 4 * block.loop_split * (AccumulatorFloats(block, *tiles) + RunningMaxFloats(block, *tiles));
+  return 4 * block.loop_split * SplitFloatsPerBlock(block, *tiles);
 }
 
 }  // namespace kiln::ugraph

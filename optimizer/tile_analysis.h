@@ -52,13 +52,15 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block);
 // Floats of for-loop accumulators (kAccumulate tiles, padded_floats each) a
 // block holds: what one block of a split loop hands to the others.
 int64_t AccumulatorFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles);
-// A kStableExp op's rows: its tile with the max axis at size 1; and whether
-// its max runs along the loop (a running max, which accumulators follow).
-std::vector<int64_t> ShiftRows(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op);
+// A kStableExp op's rows: its tile with the max axis at size 1 (kOne); and
+// whether its max runs along the loop (a running max, which accumulators
+// follow).
+TileInfo ShiftRowTile(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op);
 bool IsRunningMax(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op);
-// Floats of the running maxes' rows (each padded to 4) a block of a split
-// loop hands over after its accumulators, and where op's rows start there.
-int64_t RunningMaxFloats(const BlockGraph& block, const std::vector<TileInfo>& tiles);
+// What a block of a split loop hands over, in floats: its accumulators,
+// then the rows of its running maxes (each padded like a tile buffer);
+// and where op's rows start there.
+int64_t SplitFloatsPerBlock(const BlockGraph& block, const std::vector<TileInfo>& tiles);
 int64_t RunningMaxOffset(const BlockGraph& block, const std::vector<TileInfo>& tiles, int op);
 // Device workspace a split kernel needs per grid point (a point of the
 // other grid axes), in bytes: the partial accumulators (and running maxes)

@@ -460,46 +460,52 @@ void TiledGenerator::EmitMatmul(int i) {
   Wrote(target, false);
 }
 
+void TiledGenerator::OpenRowFold(int x, int axis, bool max) {
+  const std::vector<int64_t> in = Sizes(tiles_[x]);
+  const int64_t size = in[axis];
+  const int64_t inner = Product(in, axis + 1, in.size());
+  const int64_t rows = tiles_[x].elements() / size;
+  const std::string length = Length(tiles_[x].axes[axis]);
+  // Row o = (outer, inner) reads (outer, j, inner).
+  const std::string element =
+      inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
+                 : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
+  const std::string fold = max ? absl::StrCat("v = fmaxf(v, ", element, ");") : absl::StrCat("v += ", element, ";");
+  const bool warp = FoldsByWarp(size);
+  e_.Open(warp ? absl::StrCat("for (int o = threadIdx.x / 32; o < ", rows, "; o += ", b_.threads / 32, ")")
+               : absl::StrCat("for (int o = threadIdx.x; o < ", rows, "; o += ", b_.threads, ")"));
+  e_.Linef("float v = ", max ? "no_shift()" : "0.0f", ";");
+  if (warp) {
+    e_.Linef("for (int j = threadIdx.x % 32; j < ", length, "; j += 32) ", fold);
+    e_.Linef("v = warp_reduce<", max ? "true" : "false", ">(v);");
+    e_.Open("if (threadIdx.x % 32 == 0)");
+  } else {
+    e_.Linef("for (int j = 0; j < ", length, "; ++j) ", fold);
+    e_.Open("");
+  }
+}
+
+void TiledGenerator::CloseRowFold() {
+  e_.Close();
+  e_.Close();
+}
+
 void TiledGenerator::EmitReduce(int i) {
   if (register_sum_[i] >= 0) return EmitRegisterSum(i);
   const TileOp& op = b_.tile_ops[i];
   const int x = op.args[0];
-  const std::vector<int64_t> in = Sizes(tiles_[x]);
-  const int64_t size = in[op.axis];
-  const int64_t inner = Product(in, op.axis + 1, in.size());
-  const int64_t outputs = tiles_[i].elements();
-  const std::string length = Length(tiles_[x].axes[op.axis]);
-  // Output o = (outer, inner) reads input (outer, j, inner).
-  const std::string element =
-      inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
-                 : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
   // Summed into an accumulator (fused_into_), or into its own tile.
   const int target = fused_into_[i] >= 0 ? fused_into_[i] : i;
-  const std::string store = absl::StrCat(Buffer(target), "[o] ", target == i ? "=" : "+=", " ", Scaled(i, "s"), ";");
-  const std::string what =
-      target == i ? "" : absl::StrCat(", added to x", target);
+  const std::string what = target == i ? "" : absl::StrCat(", added to x", target);
+  // A warp per output writes it from lane 0, not from thread l.
+  const bool linear = !FoldsByWarp(tiles_[x].axes[op.axis].size);
   Read(x, false);
-  if (size >= 32) {
-    // A warp per output: lanes read neighbouring elements, then combine.
-    Read(target, false);
-    e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what, ": a warp per output");
-    e_.Open(absl::StrCat("for (int o = threadIdx.x / 32; o < ", outputs, "; o += ", b_.threads / 32, ")"));
-    e_.Line("float s = 0.0f;");
-    e_.Linef("for (int j = threadIdx.x % 32; j < ", length, "; j += 32) s += ", element, ";");
-    e_.Line("s = warp_reduce<false>(s);");
-    e_.Linef("if (threadIdx.x % 32 == 0) ", store);
-    e_.Close();
-    Wrote(target, false);
-    return;
-  }
-  Read(target, true);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what);
-  e_.Open(absl::StrCat("for (int o = threadIdx.x; o < ", outputs, "; o += ", b_.threads, ")"));
-  e_.Line("float s = 0.0f;");
-  e_.Linef("for (int j = 0; j < ", length, "; ++j) s += ", element, ";");
-  e_.Line(store);
-  e_.Close();
-  Wrote(target, true);
+  Read(target, linear);
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what, linear ? "" : ": a warp per output");
+  OpenRowFold(x, op.axis, /*max=*/false);
+  e_.Linef(Buffer(target), "[o] ", target == i ? "=" : "+=", " ", Scaled(i, "v"), ";");
+  CloseRowFold();
+  Wrote(target, linear);
 }
 
 void TiledGenerator::EmitAccumulate(int i) {
@@ -692,7 +698,7 @@ absl::Status TiledGenerator::Generate() {
 }
 
 void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
-  const int64_t floats = ugraph::AccumulatorFloats(b_, tiles_) + ugraph::RunningMaxFloats(b_, tiles_);
+  const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
   e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
            " blocks of this grid point adds them in split order and goes on");
   e_.Linef("const i64 point = ", point, ";");
@@ -726,7 +732,6 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   // Sums taken against running maxes are first brought to the max of the
   // blocks' (FlashDecoding's combine).
   EmitSplitShifts(split, floats, /*combine=*/true);
-  if (ugraph::RunningMaxFloats(b_, tiles_) > 0) Sync();
   accumulators([&](int i, int64_t offset) {
     OpenLinear(tiles_[i].elements());
     e_.Line("float sum = 0.0f;");

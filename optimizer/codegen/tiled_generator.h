@@ -160,6 +160,14 @@ class TiledGenerator {
   void EmitElementwise(int i);
   void EmitMatmul(int i);
   void EmitReduce(int i);
+  // Folds each row of tile x along `axis` (sum, or max from -inf) into
+  // `v`: a warp per row when the axis has 32 elements or more (lanes read
+  // neighbouring elements, then combine), else a thread per row. Opens the
+  // loop over rows `o` and a block where one thread holds the row's `v`;
+  // CloseRowFold closes both.
+  static bool FoldsByWarp(int64_t size) { return size >= 32; }
+  void OpenRowFold(int x, int axis, bool max);
+  void CloseRowFold();
   void EmitAccumulate(int i);
   void EmitStores();
   // A split loop's hand-over after the loop: partial accumulators out, a
@@ -304,9 +312,7 @@ class TiledGenerator {
   // Stable exps (tiled_stable_exp.cc): each keeps a shift per row in
   // shared memory (shift<i>), and a running max the step's rescale factor
   // (rescale<i>), which the accumulators that follow it take.
-  bool RunningShift(int i) const;
-  std::vector<int64_t> ShiftRows(int i) const;
-  int64_t ShiftRowCount(int i) const;
+  TileInfo ShiftRowTile(int i) const;
   // The row of stable exp i that element `coords` of tile t (broadcast
   // against the rows, aligned right) belongs to.
   std::string RowOf(int i, const TileInfo& t, const std::vector<std::string>& coords) const;
@@ -316,7 +322,8 @@ class TiledGenerator {
   void EmitShiftReset();
   void EmitStableExp(int i);
   // A split loop's running maxes: out to the workspace after the
-  // accumulators, or (combine) the max over the blocks into shift<i>.
+  // accumulators, or (combine) the max over the blocks into shift<i>,
+  // then a barrier.
   void EmitSplitShifts(const std::string& split, int64_t floats, bool combine);
   // What block q's partial sum of accumulator `acc` (a rescaled one) at
   // `coords` is multiplied by in the combine.

@@ -15,17 +15,10 @@
 
 namespace kiln::codegen::tiled_internal {
 
-bool TiledGenerator::RunningShift(int i) const { return ugraph::IsRunningMax(b_, tiles_, i); }
-
-std::vector<int64_t> TiledGenerator::ShiftRows(int i) const { return ugraph::ShiftRows(b_, tiles_, i); }
-
-int64_t TiledGenerator::ShiftRowCount(int i) const {
-  const std::vector<int64_t> rows = ShiftRows(i);
-  return Product(rows, 0, rows.size());
-}
+TileInfo TiledGenerator::ShiftRowTile(int i) const { return ugraph::ShiftRowTile(b_, tiles_, i); }
 
 std::string TiledGenerator::RowOf(int i, const TileInfo& t, const std::vector<std::string>& coords) const {
-  const std::vector<int64_t> rows = ShiftRows(i);
+  const std::vector<int64_t> rows = Sizes(ShiftRowTile(i));
   const size_t lead = t.axes.size() - rows.size();
   std::vector<std::string> at(rows.size());
   for (size_t d = 0; d < rows.size(); ++d) at[d] = rows[d] == 1 ? "0" : coords[d + lead];
@@ -38,10 +31,10 @@ void TiledGenerator::PlanShifts() {
   rescale_offsets_.assign(n, -1);
   for (size_t i = 0; i < n; ++i) {
     if (b_.tile_ops[i].kind != TileOp::Kind::kStableExp) continue;
-    const int64_t rows = (ShiftRowCount(static_cast<int>(i)) + 3) / 4 * 4;
+    const int64_t rows = ShiftRowTile(static_cast<int>(i)).padded_floats();
     shift_offsets_[i] = buffers_;
     buffers_ += rows;
-    if (!RunningShift(static_cast<int>(i))) continue;
+    if (!ugraph::IsRunningMax(b_, tiles_, static_cast<int>(i))) continue;
     rescale_offsets_[i] = buffers_;
     buffers_ += rows;
   }
@@ -59,7 +52,7 @@ void TiledGenerator::EmitShiftReset() {
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (rescale_offsets_[i] < 0) continue;
     e_.Linef("// x", i, "'s running max: none yet");
-    OpenLinear(ShiftRowCount(static_cast<int>(i)));
+    OpenLinear(ShiftRowTile(static_cast<int>(i)).elements());
     e_.Linef("shift", i, "[l] = no_shift();");
     e_.Close();
     any = true;
@@ -70,39 +63,19 @@ void TiledGenerator::EmitShiftReset() {
 void TiledGenerator::EmitStableExp(int i) {
   const TileOp& op = b_.tile_ops[i];
   const int x = op.args[0];
-  const bool running = RunningShift(i);
-  const std::vector<int64_t> in = Sizes(tiles_[x]);
-  const int64_t size = in[op.axis];
-  const int64_t inner = Product(in, op.axis + 1, in.size());
-  const int64_t rows = tiles_[x].elements() / size;
-  const std::string length = Length(tiles_[x].axes[op.axis]);
-  const std::string element =
-      inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
-                 : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
+  const bool running = rescale_offsets_[i] >= 0;
   Read(x, false);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": ", running ? "running max" : "row max", " per row of ", rows);
-  const bool warp = size >= 32;
-  if (warp) {
-    e_.Open(absl::StrCat("for (int o = threadIdx.x / 32; o < ", rows, "; o += ", b_.threads / 32, ")"));
-    e_.Line("float m = no_shift();");
-    e_.Linef("for (int j = threadIdx.x % 32; j < ", length, "; j += 32) m = fmaxf(m, ", element, ");");
-    e_.Line("m = warp_reduce<true>(m);");
-    e_.Open("if (threadIdx.x % 32 == 0)");
-  } else {
-    e_.Open(absl::StrCat("for (int o = threadIdx.x; o < ", rows, "; o += ", b_.threads, ")"));
-    e_.Line("float m = no_shift();");
-    e_.Linef("for (int j = 0; j < ", length, "; ++j) m = fmaxf(m, ", element, ");");
-    e_.Open("");
-  }
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": ", running ? "running max" : "row max", " per row of ",
+           ShiftRowTile(i).elements());
+  OpenRowFold(x, op.axis, /*max=*/true);
   if (running) {
-    e_.Linef("const float before = shift", i, "[o], after = fmaxf(before, m);");
+    e_.Linef("const float before = shift", i, "[o], after = fmaxf(before, v);");
     e_.Linef("rescale", i, "[o] = shift_rescale(before, after);");
     e_.Linef("shift", i, "[o] = after;");
   } else {
-    e_.Linef("shift", i, "[o] = m;");
+    e_.Linef("shift", i, "[o] = v;");
   }
-  e_.Close();
-  e_.Close();
+  CloseRowFold();
   Sync();
   // 2: the exponentials, against each row's shift.
   Read(i, true);
@@ -129,10 +102,11 @@ void TiledGenerator::EmitStableExp(int i) {
 }
 
 void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, bool combine) {
+  bool any = false;
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (rescale_offsets_[i] < 0) continue;
     const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, static_cast<int>(i));
-    OpenLinear(ShiftRowCount(static_cast<int>(i)));
+    OpenLinear(ShiftRowTile(static_cast<int>(i)).elements());
     if (!combine) {
       e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = shift", i, "[l];");
     } else {
@@ -143,7 +117,9 @@ void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, b
       e_.Linef("shift", i, "[l] = m;");
     }
     e_.Close();
+    any = true;
   }
+  if (combine && any) Sync();  // the accumulators' sums read every row
 }
 
 std::string TiledGenerator::SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const {

@@ -393,12 +393,8 @@ class Enumerator {
       stack.pop_back();
       if (seen[y] || !tiles_[y].in_loop) continue;
       seen[y] = true;
-      const TileOp& op = candidate_.ops[y].op;
-      if (op.kind == TileOp::Kind::kStableExp &&
-          tiles_[op.args[0]].axes[op.axis].source == ugraph::TileAxis::Source::kLoop) {
-        found.insert(y);
-      }
-      for (int a : op.args) stack.push_back(a);
+      if (ugraph::IsRunningMax(block_, tiles_, y)) found.insert(y);
+      for (int a : candidate_.ops[y].op.args) stack.push_back(a);
     }
     return {found.begin(), found.end()};
   }

@@ -67,6 +67,36 @@ DenseArray<V> Elementwise(const DenseArray<typename Alg::Value>& a, const DenseA
   return out;
 }
 
+// Stable exps (algebra.h): the max of each row of `in` (`rows`: its shape
+// with the max's axes at 1) over the elements where counts(coords) holds,
+// starting from NoShift; and exp(x - shift) with each element's row shift.
+template <typename Alg, typename F, typename V = typename Alg::Value>
+DenseArray<V> RowMaxima(const DenseArray<V>& in, const std::vector<int64_t>& rows, const Alg& alg, F&& counts) {
+  DenseArray<V> out = DenseArray<V>::Filled(rows, alg.NoShift());
+  const auto sr = RowMajorStrides(rows);
+  int64_t k = 0;
+  ForEach(in.shape, [&](const std::vector<int64_t>& c) {
+    if (counts(c)) {
+      V& m = out.data[BroadcastOffset(c, rows, sr)];
+      m = alg.Maximum(m, in.data[k]);
+    }
+    ++k;
+  });
+  return out;
+}
+
+template <typename Alg, typename V = typename Alg::Value>
+DenseArray<V> ShiftedExps(const DenseArray<V>& in, const DenseArray<V>& shifts, const Alg& alg) {
+  DenseArray<V> out = DenseArray<V>::Filled(in.shape, alg.Zero());
+  const auto sr = RowMajorStrides(shifts.shape);
+  int64_t k = 0;
+  ForEach(in.shape, [&](const std::vector<int64_t>& c) {
+    out.data[k] = alg.ShiftedExp(in.data[k], shifts.data[BroadcastOffset(c, shifts.shape, sr)]);
+    ++k;
+  });
+  return out;
+}
+
 }  // namespace interpret_internal
 
 // The region's output for inputs of the sizes `class_sizes` implies.
@@ -98,20 +128,9 @@ absl::StatusOr<DenseArray<V>> EvaluateRegion(const Region& region, const std::ve
         const DenseArray<V>& in = v[op.args[0]];
         std::vector<int64_t> rows = in.shape;
         for (int a : op.axes) rows[a] = 1;
-        const auto sr = RowMajorStrides(rows);
-        DenseArray<V> row_max = DenseArray<V>::Filled(rows, alg.NoShift());
-        int64_t k = 0;
-        ForEach(in.shape, [&](const std::vector<int64_t>& c) {
-          V& m = row_max.data[BroadcastOffset(c, rows, sr)];
-          m = alg.Maximum(m, in.data[k++]);
-        });
-        DenseArray<V> out = DenseArray<V>::Filled(shape, alg.Zero());
-        k = 0;
-        ForEach(in.shape, [&](const std::vector<int64_t>& c) {
-          out.data[k] = alg.ShiftedExp(in.data[k], alg.RegionShift(row_max.data[BroadcastOffset(c, rows, sr)]));
-          ++k;
-        });
-        v[i] = std::move(out);
+        DenseArray<V> shifts = RowMaxima(in, rows, alg, [](const std::vector<int64_t>&) { return true; });
+        for (V& m : shifts.data) m = alg.RegionShift(m);
+        v[i] = ShiftedExps(in, shifts, alg);
         break;
       }
       case RegionOp::Kind::kPermute: {
