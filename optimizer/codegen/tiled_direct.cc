@@ -9,6 +9,38 @@
 
 namespace kiln::codegen::tiled_internal {
 
+bool TiledGenerator::IsMatrix(int x) const {
+  const std::vector<TileAxis>& axes = tiles_[x].axes;
+  if (axes.size() < 2) return false;
+  for (size_t d = 0; d + 2 < axes.size(); ++d) {
+    if (axes[d].size != 1) return false;
+  }
+  return true;
+}
+
+bool TiledGenerator::DirectB(int i, const std::vector<int>& uses) const {
+  const TileOp& op = b_.tile_ops[i];
+  const int a = op.args[0], bm = op.args[1];
+  if (a == bm || b_.tile_ops[a].kind == TileOp::Kind::kConstant) return false;
+  if (b_.tile_ops[bm].kind != TileOp::Kind::kInput || uses[bm] != 1 || phase_[bm] != Phase::kLoop) return false;
+  const InputPlan& in = inputs_[bm];
+  // B's vectors run along N (its last axis), and B is stored in the
+  // product's dtype (no rounding of its own).
+  const int rank = static_cast<int>(in.task_sizes.size());
+  if (!in.staged || in.width == 1 || !IsMatrix(bm) || in.order.back() != rank - 1) return false;
+  if (op.dtype != DType::kF32 && in.dtype != op.dtype) return false;
+  return IsMatrix(i) && IsMatrix(a);
+}
+
+bool TiledGenerator::RowRescale(int acc) const {
+  const int s = b_.tile_ops[acc].rescale;
+  if (s < 0) return true;
+  // The factor depends on the accumulator's row only: the shift's rows
+  // broadcast along its last axis.
+  const std::vector<int64_t> rows = Sizes(ShiftRowTile(s));
+  return rows.size() <= tiles_[acc].axes.size() && (rows.empty() || rows.back() == 1);
+}
+
 void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   int64_t registers = 64;  // the sums all direct matmuls keep per thread
   int64_t flush = 0;
@@ -17,33 +49,26 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   }
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
-    // Sums kept in registers for the whole loop cannot follow a running max.
-    if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] < 0 || b_.tile_ops[fused_into_[i]].rescale >= 0) continue;
+    if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] < 0 || !DirectB(static_cast<int>(i), uses)) continue;
+    // Sums that follow a running max are rescaled in registers each step.
+    if (!RowRescale(fused_into_[i])) continue;
     const int a = op.args[0], bm = op.args[1];
-    if (a == bm || b_.tile_ops[a].kind == TileOp::Kind::kConstant) continue;
-    if (b_.tile_ops[bm].kind != TileOp::Kind::kInput || uses[bm] != 1 || phase_[bm] != Phase::kLoop) continue;
     const InputPlan& in = inputs_[bm];
-    // B's vectors run along N (its last axis), and B is stored in the
-    // product's dtype (no rounding of its own).
-    if (!in.staged || in.width == 1 || in.task_sizes.size() != 2 || in.order.back() != 1) continue;
-    if (op.dtype != DType::kF32 && in.dtype != op.dtype) continue;
-    const TileInfo& out = tiles_[i];
-    if (out.axes.size() != 2) continue;
-    if (PlanMma(static_cast<int>(i))) {
+    if (PlanMma(static_cast<int>(i), /*step=*/false)) {
       const MatmulPlan& plan = matmuls_[i];
       flush = std::max(flush, plan.k_groups * 16 * plan.cols);
       PlanARing(static_cast<int>(i));
       continue;
     }
-    const int64_t rows = out.axes[0].size, vectors = in.task_sizes[1];
+    const int64_t rows = RowAxis(static_cast<int>(i)).size, vectors = in.task_sizes.back();
     // A thread's vectors all sit in one column of vectors.
     if (b_.threads % vectors != 0 || rows * in.width > registers) continue;
     registers -= rows * in.width;
     MatmulPlan& plan = matmuls_[i];
     plan.direct = true;
     plan.rows = rows;
-    plan.cols = out.axes[1].size;
-    plan.depth = tiles_[a].axes[1].size;
+    plan.cols = ColAxis(static_cast<int>(i)).size;
+    plan.depth = ColAxis(a).size;
     plan.vectors = vectors;
     inputs_[bm].direct = true;
     registers_ += rows * in.width + 4 * (in.ring ? 1 : in.per_thread);
@@ -56,17 +81,22 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   }
 }
 
-bool TiledGenerator::PlanMma(int i) {
+void TiledGenerator::PlanStepMma(const std::vector<int>& uses) {
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] >= 0 || !DirectB(static_cast<int>(i), uses)) continue;
+    if (PlanMma(static_cast<int>(i), /*step=*/true)) PlanARing(static_cast<int>(i));
+  }
+}
+
+bool TiledGenerator::PlanMma(int i, bool step) {
   const TileOp& op = b_.tile_ops[i];
   const int a = op.args[0], bm = op.args[1];
   InputPlan& in = inputs_[bm];
   if (!in.ring || DTypeSize(in.dtype) != 2 || op.dtype != in.dtype) return false;
-  // A is an input tile: its elements past the tensor's ends are zeros (a
-  // product of garbage and B's zero tail could be NaN).
-  if (b_.tile_ops[a].kind != TileOp::Kind::kInput || tiles_[a].axes.size() != 2) return false;
-  const int64_t rows = tiles_[i].axes[0].size, cols = tiles_[i].axes[1].size, depth = tiles_[a].axes[1].size;
-  const int64_t vectors = in.task_sizes[1], warps = b_.threads / 32;
-  if (rows > 16 || depth % 16 != 0 || tiles_[bm].axes[0].size != depth || vectors % 8 != 0 ||
+  const int64_t rows = RowAxis(i).size, cols = ColAxis(i).size, depth = ColAxis(a).size;
+  const int64_t vectors = in.task_sizes.back(), warps = b_.threads / 32;
+  if (rows > 16 || depth % 16 != 0 || RowAxis(bm).size != depth || vectors % 8 != 0 ||
       cols != vectors * in.width || b_.threads % 32 != 0) {
     return false;
   }
@@ -76,8 +106,12 @@ bool TiledGenerator::PlanMma(int i) {
   MatmulPlan& plan = matmuls_[i];
   plan.n8s = n8s;
   plan.per_warp = std::max<int64_t>(1, n8s / warps);
-  plan.k_groups = std::max<int64_t>(1, warps / n8s);
-  plan.direct = plan.mma = true;
+  // A step's product takes whole n8 tiles per warp (the warps past them
+  // idle): its k groups would need adding up within the step.
+  plan.k_groups = step ? 1 : std::max<int64_t>(1, warps / n8s);
+  plan.mma = true;
+  plan.direct = !step;
+  plan.step = step;
   plan.rows = rows;
   plan.cols = cols;
   plan.depth = depth;
@@ -93,15 +127,15 @@ void TiledGenerator::PlanARing(int i) {
   if (b_.tile_ops[a].kind != TileOp::Kind::kInput) return;
   InputPlan& in = inputs_[a];
   // Rows of vectors along k, in row-major order, exactly the product's.
-  if (!in.ring || in.task_sizes.size() != 2 || in.order != std::vector<int>{0, 1} || tiles_[a].axes.size() != 2 ||
-      tiles_[a].axes[0].size != plan.rows || tiles_[a].axes[1].size != plan.depth) {
+  if (!in.ring || in.order != RowMajorOrder(in.task_sizes.size()) || !IsMatrix(a) || RowAxis(a).size != plan.rows ||
+      ColAxis(a).size != plan.depth) {
     return;
   }
   if (plan.mma) {
     // ldmatrix reads 8 rows of 16 bytes, conflict-free where the ring is
     // swizzled (8 vectors a row at least); the elements are the operands
     // as they are (no rounding).
-    if (in.dtype != op.dtype || in.task_sizes[1] % 8 != 0) return;
+    if (in.dtype != op.dtype || in.task_sizes.back() % 8 != 0) return;
     in.swizzle = true;
   }
   in.cross_read = true;
@@ -126,21 +160,28 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];
-  const int64_t v = inputs_[bm].task_sizes[1];
+  const int64_t v = inputs_[bm].task_sizes.back(), warps = b_.threads / 32;
   if (!plan.a_ring) Read(a, false);
   Read(bm, false);  // other threads' copies into the ring
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i], " after the loop: on tensor cores, ",
-           plan.per_warp, " n8 tile(s) per warp", plan.k_groups > 1 ? absl::StrCat(", k split ", plan.k_groups, " ways") : "");
+  if (plan.step) Read(i, false);
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op),
+           plan.step ? std::string(", this step's") : absl::StrCat(", summed into x", fused_into_[i], " after the loop"),
+           ": on tensor cores, ", plan.per_warp, " n8 tile(s) per warp",
+           plan.k_groups > 1 ? absl::StrCat(", k split ", plan.k_groups, " ways") : "");
   e_.Open("");
   DeclareMmaLane();
+  const std::string d = plan.step ? "d" : absl::StrCat("d", i);
+  if (plan.step) e_.Linef("float d[", plan.per_warp, "][4] = {};");
+  // Warps past the n8 tiles of a step's product have none.
+  if (plan.step && plan.n8s < warps) e_.Open(absl::StrCat("if (warp < ", plan.n8s, ")"));
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
-  e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", Length(tiles_[bm].axes[0]), "; c += ", plan.k_groups,
-                       ")"));
+  const std::string k_length = Length(RowAxis(bm));
+  e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", k_length, "; c += ", plan.k_groups, ")"));
   e_.Line("unsigned fa[4], fb[2];");
   if (plan.a_ring) {
     // Lane q * 8 + r gives row r (+ 8 for odd q) of 8x8 matrix q; rows
     // past the tile's read row 0 (their products are never used).
-    const int64_t va = inputs_[a].task_sizes[1];
+    const int64_t va = inputs_[a].task_sizes.back();
     const bool x4 = plan.rows > 8;
     e_.Linef("const int q = lane >> 3, ar = (lane & 7)", x4 ? " + (q & 1) * 8" : "", ";");
     const std::string row = plan.rows == (x4 ? 16 : 8) ? "ar" : absl::StrCat("(ar < ", plan.rows, " ? ar : 0)");
@@ -148,10 +189,16 @@ void TiledGenerator::EmitMmaMatmul(int i) {
              RingSlot(a, "stage", absl::StrCat(row, " * ", va, " + c * 2 + ", x4 ? "(q >> 1)" : "(q & 1)")), ");");
   } else {
     e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
-    // Rows past the tile's are zeros.
-    const auto a_pair = [&](const std::string& row, int64_t highest, int col) {
+    // Rows past the tile's are zeros. A computed A's elements past the
+    // in-range k are too: B's are zero there, but A's may be inf (an
+    // exponential of a score that is no score), and inf * 0 is NaN.
+    const bool mask_k = b_.tile_ops[a].kind != TileOp::Kind::kInput;
+    const auto element = [&](const std::string& row, int col) {
       const std::string at = absl::StrCat("pa[(", row, ") * ", plan.depth, " + ", col, "]");
-      const std::string value = absl::StrCat(pack, "(", at, ", pa[(", row, ") * ", plan.depth, " + ", col + 1, "])");
+      return mask_k ? absl::StrCat("(c * 16 + t2 + ", col, " < ", k_length, " ? ", at, " : 0.0f)") : at;
+    };
+    const auto a_pair = [&](const std::string& row, int64_t highest, int col) {
+      const std::string value = absl::StrCat(pack, "(", element(row, col), ", ", element(row, col + 1), ")");
       return highest < plan.rows ? value : absl::StrCat("(", row, ") < ", plan.rows, " ? ", value, " : 0u");
     };
     e_.Linef("fa[0] = ", a_pair("g", 7, 0), ";");
@@ -164,9 +211,55 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
   e_.Linef("const int v = ", MmaTile(i), ";");
   e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", v, " + v")), ");");
-  e_.Linef("mma_", DTypeSuffix(op.dtype), "(d", i, "[j], fa, fb);");
+  e_.Linef("mma_", DTypeSuffix(op.dtype), "(", d, "[j], fa, fb);");
   e_.Close();
   e_.Close();
+  if (plan.step) {
+    // The fragments into the product's tile, its rows only.
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
+    e_.Linef("const int n = (", MmaTile(i), ") * 8 + t2;");
+    e_.Line("#pragma unroll");
+    e_.Open("for (int h = 0; h < 4; ++h)");
+    e_.Line("const int r = g + 8 * (h >> 1);");
+    e_.Linef("if (r < ", plan.rows, ") ", Buffer(i), "[r * ", plan.cols, " + n + (h & 1)] = d[j][h];");
+    e_.Close();
+    e_.Close();
+    if (plan.n8s < warps) e_.Close();
+  }
+  e_.Close();
+  if (plan.step) Wrote(i, false);
+}
+
+void TiledGenerator::EmitRegisterRescale(int mm, int s) {
+  const MatmulPlan& plan = matmuls_[mm];
+  const int acc = fused_into_[mm];
+  const size_t rank = tiles_[acc].axes.size();
+  const auto factor = [&](const std::string& row) {
+    std::vector<std::string> coords(rank, "0");
+    coords[rank - 2] = row;
+    return absl::StrCat("rescale", s, "[", RowOf(s, tiles_[acc], coords), "]");
+  };
+  e_.Linef("// x", acc, "'s sums in registers (x", mm, ") follow x", s, "'s running max");
+  e_.Open("");
+  if (plan.mma) {
+    DeclareMmaLane();
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
+    e_.Line("#pragma unroll");
+    e_.Open("for (int h = 0; h < 4; ++h)");
+    e_.Line("const int r = g + 8 * (h >> 1);");
+    e_.Linef("if (r < ", plan.rows, ") d", mm, "[j][h] *= ", factor("r"), ";");
+    e_.Close();
+    e_.Close();
+  } else {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int m = 0; m < ", plan.rows, "; ++m)"));
+    e_.Linef("const float f = ", factor("m"), ";");
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int j = 0; j < ", inputs_[b_.tile_ops[mm].args[1]].width, "; ++j) d", mm, "[m][j] *= f;");
+    e_.Close();
+  }
   e_.Close();
 }
 
@@ -214,7 +307,7 @@ void TiledGenerator::EmitDirectMatmul(int i) {
   // Only in-range k: A's tail may hold anything (B's is zero).
   const bool ragged = in.tasks % b_.threads != 0;
   e_.Open(absl::StrCat("if (", ragged ? absl::StrCat("l < ", in.tasks, " && ") : "", "kk < ",
-                       Length(tiles_[bm].axes[0]), ")"));
+                       Length(RowAxis(bm)), ")"));
   e_.Linef("const uint4 v = ", in.ring ? RingSlot(bm, "stage", "l") : absl::StrCat("cur", bm, "[it]"), ";");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int m = 0; m < ", plan.rows, "; ++m)"));

@@ -113,6 +113,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   PlanRegisterSums();
   matmuls_.assign(n, MatmulPlan{});
   PlanDirect(uses);
+  PlanStepMma(uses);
   PlanNeeded();
   // A buffer per tile but constants (literals), products and sums added
   // straight into their accumulator, tiles read only from registers or the
@@ -132,7 +133,9 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
                                                  " bytes of shared memory; a block has ", limit));
   }
   for (size_t i = 0; i < n; ++i) {
-    if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul && !matmuls_[i].direct) PlanMatmul(static_cast<int>(i));
+    if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul && !matmuls_[i].mma && !matmuls_[i].direct) {
+      PlanMatmul(static_cast<int>(i));
+    }
   }
   // The ring's stages after the scratch, each input's 128-byte aligned:
   // a ring 16 bytes off that cost rmsnorm_linear_bs1 5 us on an H100
@@ -223,7 +226,7 @@ void TiledGenerator::PlanNeeded() {
     // it can.
     const MatmulPlan* plan = op.kind == TileOp::Kind::kMatmul ? &matmuls_[i] : nullptr;
     for (size_t k = 0; k < op.args.size(); ++k) {
-      if (plan != nullptr && plan->direct && (k == 1 || plan->a_ring)) continue;
+      if (plan != nullptr && (plan->direct || plan->step) && (k == 1 || plan->a_ring)) continue;
       needed_[op.args[k]] = true;
     }
   }
@@ -376,6 +379,7 @@ void TiledGenerator::PlanMatmul(int i) {
 
 void TiledGenerator::EmitMatmul(int i) {
   if (matmuls_[i].direct) return EmitDirectMatmul(i);
+  if (matmuls_[i].step) return EmitMmaMatmul(i);
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];

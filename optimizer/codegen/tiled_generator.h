@@ -132,7 +132,7 @@ class TiledGenerator {
   // Where task `task` of input i sits within a stage (swizzled or not).
   std::string SlotIndex(int i, const std::string& task) const {
     const InputPlan& plan = inputs_[i];
-    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes[1], " & 7))") : task;
+    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes.back(), " & 7))") : task;
   }
   // Element (row, col) of input i's rank-2 ring tile at `stage`, widened to
   // f32 (vectors run along its last axis, tasks in row-major order).
@@ -269,18 +269,44 @@ class TiledGenerator {
     // A read straight from its ring (16-bit, no f32 tile): by ldmatrix on
     // tensor cores (the ring swizzled), element by element otherwise.
     bool a_ring = false;
+    // A tensor-core product of one loop step into its own tile (not summed
+    // across the loop): each warp owns whole n8 tiles (k_groups 1) and
+    // writes them out after its k chunks.
+    bool step = false;
   };
   // A matmul summed into an accumulator whose B is a loop tile that only
   // it reads, loaded as 16-byte vectors along N, with few rows of A: each
   // thread multiplies the B vectors it loaded by A's column and keeps the
   // sums in registers for the whole loop (B never reaches shared memory and
   // the step needs no barrier for it); after the loop the threads' sums are
-  // added, in a fixed order, into the accumulator (EmitDirectFlush).
+  // added, in a fixed order, into the accumulator (EmitDirectFlush). An
+  // accumulator that follows a running max (the online softmax's P@V) has
+  // its register sums multiplied by the step's factor, row by row
+  // (EmitRegisterRescale), before the step adds to them.
   void PlanDirect(const std::vector<int>& uses);
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
-  // The tensor-core form (MatmulPlan::mma): true where it applies.
-  bool PlanMma(int i);
+  // The tensor-core form (MatmulPlan::mma): true where it applies;
+  // `step`: a product of one step into its own tile (PlanStepMma).
+  bool PlanMma(int i, bool step);
+  // Matmuls that are no accumulator's (the scores of attention, Q@K per
+  // key tile) on tensor cores where B is a loop tile of the ring that only
+  // they read: B never widens into an f32 tile.
+  void PlanStepMma(const std::vector<int>& uses);
+  // Whether matmul i's B is a 16-bit ring tile that only it reads, its
+  // vectors along N, in the product's dtype (what the direct forms need).
+  bool DirectB(int i, const std::vector<int>& uses) const;
+  // Tile x as a matrix: all axes but the last two have size 1 (a batch
+  // tiled one per block). Its rows and columns axes.
+  bool IsMatrix(int x) const;
+  const TileAxis& RowAxis(int x) const { return tiles_[x].axes[tiles_[x].axes.size() - 2]; }
+  const TileAxis& ColAxis(int x) const { return tiles_[x].axes.back(); }
+  // Accumulator fragments (mma) or register sums of direct matmul mm
+  // multiplied by stable exp s's step factor, row by row.
+  void EmitRegisterRescale(int mm, int s);
+  // Whether accumulator acc's rescale factor (if any) depends on its row
+  // only, as sums in registers need.
+  bool RowRescale(int acc) const;
   void EmitMmaMatmul(int i);
   void EmitMmaFlush(int i);
   // Declares the lane's fragment coordinates (lane, warp, g, t2).

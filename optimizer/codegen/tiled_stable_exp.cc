@@ -8,7 +8,9 @@
 //      the factor exp(before - after) (`rescale<i>`);
 //   2. writes exp(x - shift) over the tile;
 //   3. multiplies the accumulators that follow this op (TileOp::rescale)
-//      by their row's factor, before anything adds this step's values.
+//      by their row's factor, before anything adds this step's values (a
+//      tensor-core or register product's sums in registers, where they are
+//      kept across the loop: EmitRegisterRescale).
 // A row with no finite element yet keeps -inf: its exponentials are
 // exp(x) (0 for masked scores) and its factor 1 (tiles/math.cuh).
 #include "optimizer/codegen/tiled_generator.h"
@@ -89,7 +91,11 @@ void TiledGenerator::EmitStableExp(int i) {
   // 3: the accumulators that follow this running max.
   for (size_t a = 0; a < b_.tile_ops.size(); ++a) {
     if (b_.tile_ops[a].kind != TileOp::Kind::kAccumulate || b_.tile_ops[a].rescale != i) continue;
-    const int acc = static_cast<int>(a);
+    const int acc = static_cast<int>(a), from = fused_from_[acc];
+    if (from >= 0 && b_.tile_ops[from].kind == TileOp::Kind::kMatmul && matmuls_[from].direct) {
+      EmitRegisterRescale(from, i);  // its buffer stays 0 until the flush after the loop
+      continue;
+    }
     Read(acc, true);
     e_.Linef("// x", acc, " follows x", i, "'s running max");
     const std::vector<int64_t> acc_sizes = Sizes(tiles_[acc]);
