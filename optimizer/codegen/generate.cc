@@ -154,6 +154,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   int64_t min_blocks = 1;  // resident blocks per SM the registers must allow
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
+  int64_t step_barriers = 0;
   switch (b.kind) {
     case BlockKind::kPointwise:
       GeneratePointwise(e, b);
@@ -172,6 +173,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       min_blocks = tiled->min_blocks;
       inflight_bytes = tiled->inflight_bytes;
       matmul_path = tiled->matmul_path;
+      step_barriers = tiled->step_barriers;
       break;
     }
   }
@@ -184,6 +186,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.min_blocks = min_blocks;
   out.inflight_bytes = inflight_bytes;
   out.matmul_path = matmul_path;
+  out.step_barriers = step_barriers;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
   out.source = absl::StrCat(

@@ -38,6 +38,10 @@ struct KernelSource {
   // staged loads; one load per thread for the others). 0: not known.
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
+  // Barriers (__syncthreads) one loop step takes: each stalls the block's
+  // warps until the slowest arrives, so a step of several is a chain of
+  // latencies that more bytes in flight do not hide. 0: no loop.
+  int64_t step_barriers = 0;
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a

@@ -56,7 +56,7 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     const InputPlan& in = inputs_[bm];
     if (PlanMma(static_cast<int>(i), /*step=*/false)) {
       const MatmulPlan& plan = matmuls_[i];
-      flush = std::max(flush, plan.k_groups * 16 * plan.cols);
+      flush = std::max(flush, plan.k_groups * plan.m16s * 16 * plan.cols);
       PlanARing(static_cast<int>(i));
       continue;
     }
@@ -96,19 +96,20 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   if (!in.ring || DTypeSize(in.dtype) != 2 || op.dtype != in.dtype) return false;
   const int64_t rows = RowAxis(i).size, cols = ColAxis(i).size, depth = ColAxis(a).size;
   const int64_t vectors = in.task_sizes.back(), warps = b_.threads / 32;
-  if (rows > 16 || depth % 16 != 0 || RowAxis(bm).size != depth || vectors % 8 != 0 ||
+  if (rows > 128 || depth % 16 != 0 || RowAxis(bm).size != depth || vectors % 8 != 0 ||
       cols != vectors * in.width || b_.threads % 32 != 0) {
     return false;
   }
-  const int64_t n8s = cols / 8;
-  if (n8s >= warps ? n8s % warps != 0 : warps % n8s != 0) return false;
-  if (n8s / warps > 8) return false;  // 32 accumulator registers
+  const int64_t n8s = cols / 8, m16s = (rows + 15) / 16, tiles = n8s * m16s;
+  if (tiles >= warps ? tiles % warps != 0 : warps % tiles != 0) return false;
+  if (tiles / warps > 8) return false;  // 32 accumulator registers
   MatmulPlan& plan = matmuls_[i];
   plan.n8s = n8s;
-  plan.per_warp = std::max<int64_t>(1, n8s / warps);
-  // A step's product takes whole n8 tiles per warp (the warps past them
+  plan.m16s = m16s;
+  plan.per_warp = std::max<int64_t>(1, tiles / warps);
+  // A step's product takes whole tiles per warp (the warps past them
   // idle): its k groups would need adding up within the step.
-  plan.k_groups = step ? 1 : std::max<int64_t>(1, warps / n8s);
+  plan.k_groups = step ? 1 : std::max<int64_t>(1, warps / tiles);
   plan.mma = true;
   plan.direct = !step;
   plan.step = step;
@@ -146,86 +147,123 @@ void TiledGenerator::DeclareMmaLane() {
   e_.Line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t2 = (lane & 3) * 2;");
 }
 
-std::string TiledGenerator::MmaTile(int i) const {
+void TiledGenerator::DeclareMmaTile(int i) {
   const MatmulPlan& plan = matmuls_[i];
-  return absl::StrCat(plan.k_groups > 1 ? absl::StrCat("warp % ", plan.n8s) : "warp", " + j * ", b_.threads / 32);
+  const int64_t tiles = plan.n8s * plan.m16s;
+  // Without k groups a warp's tiles are consecutive: along one row of
+  // tiles where per_warp divides it, so that they share A's fragments.
+  const std::string t = plan.k_groups > 1 ? absl::StrCat("warp % ", tiles, " + j * ", b_.threads / 32)
+                                          : absl::StrCat("warp * ", plan.per_warp, " + j");
+  if (plan.m16s == 1) {
+    e_.Linef("const int m0 = 0, v = ", t, ";");
+  } else {
+    e_.Linef("const int t = ", t, ", m0 = t / ", plan.n8s, " * 16, v = t % ", plan.n8s, ";");
+  }
+}
+
+bool TiledGenerator::SharedA(int i) const {
+  const MatmulPlan& plan = matmuls_[i];
+  return plan.k_groups == 1 && plan.n8s % plan.per_warp == 0;
 }
 
 std::string TiledGenerator::MmaGroup(int i) const {
   const MatmulPlan& plan = matmuls_[i];
-  return plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s) : "0";
+  return plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s * plan.m16s) : "0";
+}
+
+void TiledGenerator::EmitMmaA(int i) {
+  const TileOp& op = b_.tile_ops[i];
+  const MatmulPlan& plan = matmuls_[i];
+  const int a = op.args[0];
+  const std::string k_length = Length(RowAxis(op.args[1]));
+  e_.Line("unsigned fa[4];");
+  // Rows past the tile's are never stored: they read row 0 (ring) or zeros.
+  const bool whole_rows = plan.rows % 16 == 0;
+  if (plan.a_ring) {
+    // Lane q * 8 + r gives row r (+ 8 for odd q) of 8x8 matrix q.
+    const int64_t va = inputs_[a].task_sizes.back();
+    const bool x4 = plan.rows > 8;
+    e_.Linef("const int q = lane >> 3, ar = m0 + (lane & 7)", x4 ? " + (q & 1) * 8" : "", ";");
+    const std::string row =
+        whole_rows || plan.rows == 8 ? "ar" : absl::StrCat("(ar < ", plan.rows, " ? ar : 0)");
+    e_.Linef("load_a_fragment_", x4 ? "x4" : "x2", "(fa, &",
+             RingSlot(a, "stage", absl::StrCat(row, " * ", va, " + c * 2 + ", x4 ? "(q >> 1)" : "(q & 1)")), ");");
+    return;
+  }
+  // Pairs of f32 elements (8-byte aligned: the depth is a multiple of 16).
+  // A computed A's elements past the in-range k are zeros: B's are zero
+  // there, but A's may be inf (an exponential of a score that is no
+  // score), and inf * 0 is NaN.
+  const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
+  const bool mask_k = b_.tile_ops[a].kind != TileOp::Kind::kInput;
+  e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
+  static constexpr const char* kRow[4] = {"m0 + g", "m0 + g + 8", "m0 + g", "m0 + g + 8"};
+  for (int h = 0; h < 4; ++h) {
+    const int col = h < 2 ? 0 : 8;
+    const bool guarded = plan.m16s == 1 ? (h % 2 == 0 ? 7 : 15) >= plan.rows : !whole_rows;
+    const std::string pair = absl::StrCat("*reinterpret_cast<const float2*>(pa + (", kRow[h], ") * ", plan.depth,
+                                          " + ", col, ")");
+    e_.Linef("const float2 p", h, " = ", guarded ? absl::StrCat("(", kRow[h], ") < ", plan.rows, " ? ") : "", pair,
+             guarded ? " : make_float2(0.0f, 0.0f)" : "", ";");
+    const auto element = [&](int e) {
+      const std::string value = absl::StrCat("p", h, e == 0 ? ".x" : ".y");
+      return mask_k ? absl::StrCat("c * 16 + t2 + ", col + e, " < ", k_length, " ? ", value, " : 0.0f") : value;
+    };
+    e_.Linef("fa[", h, "] = ", pack, "(", element(0), ", ", element(1), ");");
+  }
 }
 
 void TiledGenerator::EmitMmaMatmul(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];
-  const int64_t v = inputs_[bm].task_sizes.back(), warps = b_.threads / 32;
+  const int64_t v = inputs_[bm].task_sizes.back(), warps = b_.threads / 32, tiles = plan.n8s * plan.m16s;
   if (!plan.a_ring) Read(a, false);
   Read(bm, false);  // other threads' copies into the ring
   if (plan.step) Read(i, false);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op),
            plan.step ? std::string(", this step's") : absl::StrCat(", summed into x", fused_into_[i], " after the loop"),
-           ": on tensor cores, ", plan.per_warp, " n8 tile(s) per warp",
+           ": on tensor cores, ", plan.m16s, " x ", plan.n8s, " m16n8 tiles, ", plan.per_warp, " per warp",
            plan.k_groups > 1 ? absl::StrCat(", k split ", plan.k_groups, " ways") : "");
   e_.Open("");
   DeclareMmaLane();
   const std::string d = plan.step ? "d" : absl::StrCat("d", i);
   if (plan.step) e_.Linef("float d[", plan.per_warp, "][4] = {};");
-  // Warps past the n8 tiles of a step's product have none.
-  if (plan.step && plan.n8s < warps) e_.Open(absl::StrCat("if (warp < ", plan.n8s, ")"));
-  const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
-  const std::string k_length = Length(RowAxis(bm));
-  e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", k_length, "; c += ", plan.k_groups, ")"));
-  e_.Line("unsigned fa[4], fb[2];");
-  if (plan.a_ring) {
-    // Lane q * 8 + r gives row r (+ 8 for odd q) of 8x8 matrix q; rows
-    // past the tile's read row 0 (their products are never used).
-    const int64_t va = inputs_[a].task_sizes.back();
-    const bool x4 = plan.rows > 8;
-    e_.Linef("const int q = lane >> 3, ar = (lane & 7)", x4 ? " + (q & 1) * 8" : "", ";");
-    const std::string row = plan.rows == (x4 ? 16 : 8) ? "ar" : absl::StrCat("(ar < ", plan.rows, " ? ar : 0)");
-    e_.Linef("load_a_fragment_", x4 ? "x4" : "x2", "(fa, &",
-             RingSlot(a, "stage", absl::StrCat(row, " * ", va, " + c * 2 + ", x4 ? "(q >> 1)" : "(q & 1)")), ");");
-  } else {
-    e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
-    // Rows past the tile's are zeros. A computed A's elements past the
-    // in-range k are too: B's are zero there, but A's may be inf (an
-    // exponential of a score that is no score), and inf * 0 is NaN.
-    const bool mask_k = b_.tile_ops[a].kind != TileOp::Kind::kInput;
-    const auto element = [&](const std::string& row, int col) {
-      const std::string at = absl::StrCat("pa[(", row, ") * ", plan.depth, " + ", col, "]");
-      return mask_k ? absl::StrCat("(c * 16 + t2 + ", col, " < ", k_length, " ? ", at, " : 0.0f)") : at;
-    };
-    const auto a_pair = [&](const std::string& row, int64_t highest, int col) {
-      const std::string value = absl::StrCat(pack, "(", element(row, col), ", ", element(row, col + 1), ")");
-      return highest < plan.rows ? value : absl::StrCat("(", row, ") < ", plan.rows, " ? ", value, " : 0u");
-    };
-    e_.Linef("fa[0] = ", a_pair("g", 7, 0), ";");
-    e_.Linef("fa[1] = ", a_pair("g + 8", 15, 0), ";");
-    e_.Linef("fa[2] = ", a_pair("g", 7, 8), ";");
-    e_.Linef("fa[3] = ", a_pair("g + 8", 15, 8), ";");
-  }
+  // Warps past the tiles of a step's product have none.
+  if (plan.step && tiles < warps) e_.Open(absl::StrCat("if (warp < ", tiles, ")"));
+  e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", Length(RowAxis(bm)), "; c += ", plan.k_groups,
+                       ")"));
   e_.Line("const int k = c * 16 + (lane & 15);");
+  const bool shared_a = SharedA(i);
+  if (shared_a) {
+    // One A fragment serves all of this warp's tiles (one row of tiles;
+    // the tiles' own m0 below is the same).
+    e_.Linef("const int m0 = ", plan.m16s == 1 ? "0" : absl::StrCat("warp * ", plan.per_warp, " / ", plan.n8s, " * 16"),
+             ";");
+    EmitMmaA(i);
+  }
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
-  e_.Linef("const int v = ", MmaTile(i), ";");
+  DeclareMmaTile(i);
+  if (!shared_a) EmitMmaA(i);
+  e_.Line("unsigned fb[2];");
   e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", v, " + v")), ");");
   e_.Linef("mma_", DTypeSuffix(op.dtype), "(", d, "[j], fa, fb);");
   e_.Close();
   e_.Close();
   if (plan.step) {
-    // The fragments into the product's tile, its rows only.
+    // The fragments into the product's tile, its rows only, in pairs.
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
-    e_.Linef("const int n = (", MmaTile(i), ") * 8 + t2;");
+    DeclareMmaTile(i);
     e_.Line("#pragma unroll");
-    e_.Open("for (int h = 0; h < 4; ++h)");
-    e_.Line("const int r = g + 8 * (h >> 1);");
-    e_.Linef("if (r < ", plan.rows, ") ", Buffer(i), "[r * ", plan.cols, " + n + (h & 1)] = d[j][h];");
+    e_.Open("for (int h = 0; h < 4; h += 2)");
+    e_.Line("const int r = m0 + g + 4 * h;");
+    e_.Linef("if (r < ", plan.rows, ") *reinterpret_cast<float2*>(", Buffer(i), " + r * ", plan.cols,
+             " + v * 8 + t2) = make_float2(d[j][h], d[j][h + 1]);");
     e_.Close();
     e_.Close();
-    if (plan.n8s < warps) e_.Close();
+    if (tiles < warps) e_.Close();
   }
   e_.Close();
   if (plan.step) Wrote(i, false);
@@ -246,9 +284,10 @@ void TiledGenerator::EmitRegisterRescale(int mm, int s) {
     DeclareMmaLane();
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
+    DeclareMmaTile(mm);
     e_.Line("#pragma unroll");
     e_.Open("for (int h = 0; h < 4; ++h)");
-    e_.Line("const int r = g + 8 * (h >> 1);");
+    e_.Line("const int r = m0 + g + 8 * (h >> 1);");
     e_.Linef("if (r < ", plan.rows, ") d", mm, "[j][h] *= ", factor("r"), ";");
     e_.Close();
     e_.Close();
@@ -267,22 +306,24 @@ void TiledGenerator::EmitMmaFlush(int i) {
   const MatmulPlan& plan = matmuls_[i];
   const int target = fused_into_[i];
   const std::string part = FlushScratch();
+  const int64_t group = plan.m16s * 16 * plan.cols;  // floats of a k group's sums
   e_.Linef("// x", target, " += x", i, "'s tensor-core sums: fragments to the scratch, k groups added in order");
   Sync();  // the scratch may hold another product's sums
   e_.Open("");
   DeclareMmaLane();
-  e_.Linef("float* const part = ", part, " + ", MmaGroup(i), " * ", 16 * plan.cols, ";");
+  e_.Linef("float* const part = ", part, " + ", MmaGroup(i), " * ", group, ";");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
-  e_.Linef("const int n = (", MmaTile(i), ") * 8 + t2;");
+  DeclareMmaTile(i);
   e_.Line("#pragma unroll");
-  e_.Linef("for (int h = 0; h < 4; ++h) part[(g + 8 * (h / 2)) * ", plan.cols, " + n + h % 2] = d", i, "[j][h];");
+  e_.Linef("for (int h = 0; h < 4; ++h) part[(m0 + g + 8 * (h / 2)) * ", plan.cols, " + v * 8 + t2 + h % 2] = d", i,
+           "[j][h];");
   e_.Close();
   e_.Close();
   Sync();
   e_.Open(absl::StrCat("for (int c = threadIdx.x; c < ", plan.rows * plan.cols, "; c += ", b_.threads, ")"));
   e_.Line("float sum = 0.0f;");
-  e_.Linef("for (int q = 0; q < ", plan.k_groups, "; ++q) sum += ", part, "[q * ", 16 * plan.cols, " + c];");
+  e_.Linef("for (int q = 0; q < ", plan.k_groups, "; ++q) sum += ", part, "[q * ", group, " + c];");
   e_.Linef(Buffer(target), "[c] += sum;");
   e_.Close();
   Wrote(target, false);

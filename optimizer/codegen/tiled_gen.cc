@@ -183,6 +183,7 @@ void TiledGenerator::Wrote(int buffer, bool linear) {
 
 void TiledGenerator::Sync() {
   e_.Line("__syncthreads();");
+  ++syncs_;
   dirty_.clear();
 }
 
@@ -674,10 +675,12 @@ absl::Status TiledGenerator::Generate() {
     // loop may run no step.
     const std::map<int, bool> before = dirty_;
     step_wrote_ = false;
+    const int64_t syncs_before = syncs_;
     EmitPhase(Phase::kLoop);
     // The next step overwrites the step's tiles (a step that writes no
     // shared memory but the ring's needs no barrier here: see BarrierFirst).
     if (step_wrote_) Sync();
+    step_barriers_ = syncs_ - syncs_before;
     e_.Close();
     if (stages_ > 0) e_.Line("copy_async_wait<0>();  // the copies of steps past the end");
     dirty_ = before;
@@ -770,6 +773,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.workspace_bytes_per_point = ugraph::SplitWorkspaceBytesPerPoint(block);
   out.inflight_bytes = generator.inflight_bytes();
   out.matmul_path = generator.matmul_path();
+  out.step_barriers = generator.step_barriers();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.
   out.min_blocks = tiled_internal::BlocksPerSm(block.threads, out.shared_bytes, generator.registers());

@@ -25,6 +25,8 @@ struct TiledKernel {
   // Bytes a block has requested at once in a loop step (KernelSource).
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
+  // Barriers a loop step takes (KernelSource).
+  int64_t step_barriers = 0;
 };
 
 // Emits the kernel body.

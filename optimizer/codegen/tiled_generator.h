@@ -87,6 +87,8 @@ class TiledGenerator {
   int64_t inflight_bytes() const;
   // How the slowest of its matmuls runs.
   MatmulPath matmul_path() const;
+  // Barriers a loop step takes (counted as it is emitted).
+  int64_t step_barriers() const { return step_barriers_; }
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
@@ -261,11 +263,12 @@ class TiledGenerator {
     int64_t vectors = 0;
     // A direct matmul on tensor cores (mma.sync m16n8k16): B's fragments
     // read from the ring with ldmatrix, A's from its f32 tile rounded to
-    // the product's dtype, up to 16 rows. Warp w owns n8 tiles w % n8s
-    // (+ j * warps, `per_warp` of them) and, when there are fewer tiles than
-    // warps, the k chunks of 16 w / n8s (mod k_groups).
+    // the product's dtype (or its ring). The output's m16 x n8 tiles, row
+    // of tiles by row, are spread over the warps: warp w owns tiles
+    // w % tiles (+ j * warps, `per_warp` of them) and, when there are
+    // fewer tiles than warps, the k chunks of 16 w / tiles (mod k_groups).
     bool mma = false;
-    int64_t n8s = 0, per_warp = 1, k_groups = 1;
+    int64_t n8s = 0, m16s = 1, per_warp = 1, k_groups = 1;
     // A read straight from its ring (16-bit, no f32 tile): by ldmatrix on
     // tensor cores (the ring swizzled), element by element otherwise.
     bool a_ring = false;
@@ -311,10 +314,15 @@ class TiledGenerator {
   void EmitMmaFlush(int i);
   // Declares the lane's fragment coordinates (lane, warp, g, t2).
   void DeclareMmaLane();
-  // Expressions for matmul i: the n8 tile warp `warp` takes as its j-th,
-  // and its k group.
-  std::string MmaTile(int i) const;
+  // Declares, for matmul i's j-th tile of this warp, its first row (m0)
+  // and its n8 column of tiles (v). And the warp's k group.
+  void DeclareMmaTile(int i);
   std::string MmaGroup(int i) const;
+  // Whether each warp's tiles of matmul i lie in one row of tiles (one A
+  // fragment per k chunk serves them all).
+  bool SharedA(int i) const;
+  // Declares `fa`, A's fragment of matmul i at rows m0 and k chunk c.
+  void EmitMmaA(int i);
   // Where A may be read from its ring (sets MatmulPlan::a_ring).
   void PlanARing(int i);
   // Sums fused into an accumulator whose operand is an elementwise chain
@@ -362,6 +370,8 @@ class TiledGenerator {
   std::vector<int> register_root_;  // by reduce op: the chain each element runs (constant factors peeled off)
   std::vector<bool> needed_;
   bool step_wrote_ = false;      // a loop step wrote shared memory
+  int64_t syncs_ = 0;            // barriers emitted so far
+  int64_t step_barriers_ = 0;    // of them, in a loop step
   int64_t direct_scratch_ = -1;  // offset of the flushes' partial sums in `scratch`
   // The scratch the flushes after the loop use (direct_scratch_).
   std::string FlushScratch() const { return absl::StrCat("(scratch + ", direct_scratch_, ")"); }

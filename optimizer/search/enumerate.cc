@@ -483,6 +483,7 @@ std::vector<Schedule> Mappings(const Region& region) {
 
 std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& mapping) {
   std::vector<Schedule> out = {mapping};
+  out[0].loop_split = 1;
   auto fit = [&](int c, int64_t t) {
     const Dim& d = region.class_size[c];
     return d.is_concrete() ? std::min<int64_t>(t, d.value()) : t;
@@ -511,21 +512,35 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
     out = std::move(next);
   }
   // The loop's steps shared by several blocks (on a grid axis left free),
-  // each block keeping at least two steps.
+  // each block keeping at least two steps. Where all three axes are
+  // taken, a class whose one tile covers it (one block along its axis) is
+  // read whole instead, which frees its axis (attention's head dim: batch,
+  // heads and queries take the others).
   int loop = -1;
-  std::set<int> axes;
   for (size_t c = 0; c < mapping.map.size(); ++c) {
     if (mapping.map[c] == Schedule::Map::kLoop) loop = static_cast<int>(c);
-    if (mapping.map[c] == Schedule::Map::kGrid) axes.insert(mapping.grid_axis[c]);
   }
   const Dim& extent = loop >= 0 ? region.class_size[loop] : Dim(1);
-  if (loop < 0 || axes.size() == 3 || !extent.is_concrete()) return out;
+  if (loop < 0 || !extent.is_concrete()) return out;
   std::vector<Schedule> split;
   for (const Schedule& s : out) {
+    split.push_back(s);
+    Schedule free = s;
+    int taken = 0;
+    for (size_t c = 0; c < s.map.size(); ++c) taken += s.map[c] == Schedule::Map::kGrid;
+    for (size_t c = 0; c < s.map.size() && taken == 3; ++c) {
+      const Dim& d = region.class_size[c];
+      if (s.map[c] != Schedule::Map::kGrid || !d.is_concrete() || s.tile[c] < d.value()) continue;
+      free.map[c] = Schedule::Map::kFull;
+      free.grid_axis[c] = -1;
+      free.tile[c] = 1;
+      --taken;
+    }
+    if (taken == 3) continue;
     const int64_t steps = (extent.value() + s.tile[loop] - 1) / s.tile[loop];
-    for (int64_t ways : {1, 2, 4, 8, 16}) {
-      if (ways > 1 && steps < 2 * ways) break;
-      Schedule v = s;
+    for (int64_t ways : {2, 4, 8, 16}) {
+      if (steps < 2 * ways) break;
+      Schedule v = free;
       v.loop_split = ways;
       split.push_back(v);
     }

@@ -179,8 +179,13 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
       case codegen::MatmulPath::kNone: break;
     }
     const double compute_us = blocks * flops / rate * 1e6 / std::min(1.0, blocks / kSms);
-    // Each loop step ends in a barrier (CostConstants::step_us per step and wave).
-    total += constants.launch_us + std::max(memory_us, compute_us) + constants.step_us * steps * waves + combine_us;
+    // Each loop step ends in a barrier (CostConstants::step_us per step and
+    // wave); a step of several barriers is a chain of phases per block,
+    // overlapped with the memory traffic but not hidden by it.
+    const double phases_us =
+        constants.phase_us * static_cast<double>(std::max<int64_t>(0, source->step_barriers - 1)) * steps * waves;
+    total += constants.launch_us + std::max({memory_us, compute_us, phases_us}) + constants.step_us * steps * waves +
+             combine_us;
   }
   return total;
 }

@@ -86,6 +86,11 @@ struct CostConstants {
   double idle_latency_us = 0.6;    // a load's latency with the memory system idle
   double loaded_latency_us = 0.7;  // added at full bandwidth
   double step_us = 0;              // a loop step's barrier, per wave
+  // Each barrier of a loop step past its first, per wave: a chain of
+  // dependent phases within the block (the online softmax's product, max,
+  // exponentials and sums) that other blocks' loads do not hide. Fitted to
+  // the attention cases' timings on the H100.
+  double phase_us = 0.25;
   double combine_us = 4;           // a split loop's combine
   double launch_us = 3;
 };

@@ -18,6 +18,7 @@
 #include "optimizer/search/verify.h"
 #include "optimizer/tile_analysis.h"
 #include "optimizer/ugraph_json.h"
+#include "tests/optimizer/search/schedule_spread.h"
 #include "tests/test_util.h"
 
 namespace kiln::search {
@@ -191,6 +192,38 @@ TEST(AttentionSearch, TheChosenKernelsCompile) {
           jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), options);
       EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source->source;
     }
+  }
+}
+
+// The kernels of other schedules (query tiles of 1 to 64 rows, with
+// tails; key tiles; splits; the head dim read whole to free an axis for
+// the split) compile too, and at head dim 64 most run their products on
+// tensor cores (key tiles of 32 do not: 4 vectors a row).
+TEST(AttentionSearch, ScheduleVariantsCompile) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+  jit::CompileOptions options;
+  options.arch = "sm_90";
+  for (const FusedCase& c : {AttentionCase(2, 256, 64, 4096), AttentionCase(3, 17, 16, 4097)}) {
+    SearchResult r = Search(c.region);
+    ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+    const bool wide = c.region.class_size[2] == Dim(64);
+    int tensor_cores = 0, compiled = 0;
+    for (const Schedule& s : ScheduleSpread(c.region, r.candidate->schedule, 6)) {
+      Candidate candidate = *r.candidate;
+      candidate.schedule = s;
+      absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
+      if (!source.ok()) continue;  // e.g. tiles past shared memory: the search skips these too
+      tensor_cores += source->matmul_path == codegen::MatmulPath::kTensorCores;
+      absl::StatusOr<std::string> cubin =
+          jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), options);
+      EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source->source;
+      ++compiled;
+    }
+    EXPECT_GE(compiled, 4);
+    if (wide) EXPECT_GE(tensor_cores, compiled / 2) << "f16 products on tensor cores";
   }
 }
 

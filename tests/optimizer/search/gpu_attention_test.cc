@@ -11,6 +11,8 @@
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/ugraph_validate.h"
+#include "optimizer/codegen/generate.h"
+#include "tests/optimizer/search/schedule_spread.h"
 #include "tests/test_util.h"
 
 namespace kiln::search {
@@ -39,29 +41,42 @@ TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
   // batch, queries, head dim, keys.
   const std::vector<std::array<int64_t, 4>> shapes = {
       {3, 1, 16, 300}, {2, 17, 64, 4097}, {1, 3, 128, 1000}, {5, 127, 32, 513}, {64, 1, 128, 4096}};
-  int split_runs = 0;
+  int split_runs = 0, tensor_core_runs = 0;
   for (const auto& [b, q, d, keys] : shapes) {
     for (DType dtype : {DType::kF16, DType::kF32}) {
       SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
       const FusedCase c = AttentionCase(b, q, d, keys, dtype);
-      SearchOptions options;  // the cost model chooses; every split is run below
+      SearchOptions options;  // the cost model chooses; other schedules are run below
       options.budget_seconds = 8;
       SearchResult r = ValueOrFail(Superoptimize(c.region, options));
       ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
       const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2;
+      // The chosen schedule split 1, 2 and 8 ways, then a spread of the
+      // others (query tiles of 1 to 64 rows with tails, key tiles, splits).
+      std::vector<Schedule> schedules;
       for (int64_t split : {1, 2, 8}) {
+        schedules.push_back(r.candidate->schedule);
+        schedules.back().loop_split = split;
+      }
+      const std::vector<Schedule> spread = ScheduleSpread(c.region, r.candidate->schedule, 6);
+      schedules.insert(schedules.end(), spread.begin() + 1, spread.end());
+      for (const Schedule& s : schedules) {
         Candidate candidate = *r.candidate;
-        candidate.schedule.loop_split = split;
+        candidate.schedule = s;
         absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
         ASSERT_TRUE(graph.ok()) << graph.status();
-        if (split > 1 && !ugraph::Validate(*graph).ok()) continue;  // no grid axis left for the split
-        split_runs += split > 1;
+        if (!ugraph::Validate(*graph).ok()) continue;  // no grid axis left for the split
+        absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
+        if (!source.ok()) continue;  // tiles past shared memory: the search skips these too
+        split_runs += s.loop_split > 1;
+        tensor_core_runs += source->matmul_path == codegen::MatmulPath::kTensorCores;
         EXPECT_EQ(RunAgainstReference(*executor, c, *graph, tolerance), 0)
-            << "split " << split << "\n" << ugraph::ToText(*graph);
+            << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
       }
     }
   }
   EXPECT_GE(split_runs, 8) << "the decode shapes (one query) split their keys";
+  EXPECT_GE(tensor_core_runs, 6) << "f16 products on tensor cores";
 }
 
 }  // namespace
