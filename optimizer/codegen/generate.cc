@@ -154,7 +154,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   int64_t min_blocks = 1;  // resident blocks per SM the registers must allow
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
-  int64_t step_barriers = 0;
+  int64_t step_barriers = 0, mma_warps = 0;
   switch (b.kind) {
     case BlockKind::kPointwise:
       GeneratePointwise(e, b);
@@ -174,6 +174,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       inflight_bytes = tiled->inflight_bytes;
       matmul_path = tiled->matmul_path;
       step_barriers = tiled->step_barriers;
+      mma_warps = tiled->mma_warps;
       break;
     }
   }
@@ -187,6 +188,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.inflight_bytes = inflight_bytes;
   out.matmul_path = matmul_path;
   out.step_barriers = step_barriers;
+  out.mma_warps = mma_warps;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
   out.source = absl::StrCat(

@@ -42,6 +42,10 @@ struct KernelSource {
   // warps until the slowest arrives, so a step of several is a chain of
   // latencies that more bytes in flight do not hide. 0: no loop.
   int64_t step_barriers = 0;
+  // Warps of a block that issue tensor-core products (the rest wait at
+  // the barriers): mma.sync reaches its rate only with many warps per SM
+  // to hide its latency. 0: none.
+  int64_t mma_warps = 0;
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a

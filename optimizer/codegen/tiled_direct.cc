@@ -43,10 +43,6 @@ bool TiledGenerator::RowRescale(int acc) const {
 
 void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   int64_t registers = 64;  // the sums all direct matmuls keep per thread
-  int64_t flush = 0;
-  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (register_sum_[i] >= 0) flush = std::max(flush, inputs_[register_sum_[i]].tasks);
-  }
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] < 0 || !DirectB(static_cast<int>(i), uses)) continue;
@@ -55,8 +51,8 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     const int a = op.args[0], bm = op.args[1];
     const InputPlan& in = inputs_[bm];
     if (PlanMma(static_cast<int>(i), /*step=*/false)) {
-      const MatmulPlan& plan = matmuls_[i];
-      flush = std::max(flush, plan.k_groups * plan.m16s * 16 * plan.cols);
+      MatmulPlan& plan = matmuls_[i];
+      plan.flush = plan.k_groups * plan.m16s * 16 * plan.cols;
       PlanARing(static_cast<int>(i));
       continue;
     }
@@ -72,8 +68,16 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     plan.vectors = vectors;
     inputs_[bm].direct = true;
     registers_ += rows * in.width + 4 * (in.ring ? 1 : in.per_thread);
-    flush = std::max(flush, b_.threads * in.width);
+    plan.flush = b_.threads * in.width;
     PlanARing(static_cast<int>(i));
+  }
+}
+
+void TiledGenerator::PlanFlushScratch() {
+  int64_t flush = 0;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (register_sum_[i] >= 0) flush = std::max(flush, inputs_[register_sum_[i]].tasks);
+    if (matmuls_[i].direct && static_cast<int>(i) != flash_.pv) flush = std::max(flush, matmuls_[i].flush);
   }
   if (flush > 0) {
     direct_scratch_ = scratch_;
@@ -365,6 +369,10 @@ void TiledGenerator::EmitDirectFlush() {
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const MatmulPlan& plan = matmuls_[i];
     if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !plan.direct) continue;
+    if (static_cast<int>(i) == flash_.pv) {
+      EmitFlashFlush();
+      continue;
+    }
     if (plan.mma) {
       EmitMmaFlush(static_cast<int>(i));
       continue;

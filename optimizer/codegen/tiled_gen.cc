@@ -114,7 +114,10 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   matmuls_.assign(n, MatmulPlan{});
   PlanDirect(uses);
   PlanStepMma(uses);
+  PlanFlash(uses);
+  PlanFlushScratch();
   PlanNeeded();
+  DropFlashTiles();
   // A buffer per tile but constants (literals), products and sums added
   // straight into their accumulator, tiles read only from registers or the
   // ring, and ops nothing needs; each 16-byte aligned for vector reads.
@@ -168,6 +171,18 @@ MatmulPath TiledGenerator::matmul_path() const {
     path = std::max(path, p);  // the enum runs fastest to slowest
   }
   return path;
+}
+
+int64_t TiledGenerator::mma_warps() const {
+  const int64_t warps = b_.threads / 32;
+  if (flash_.pv >= 0) return std::min(warps, matmuls_[flash_.pv].m16s);  // a warp per slab of rows
+  int64_t most = 0;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const MatmulPlan& plan = matmuls_[i];
+    if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !plan.mma || !needed_[i]) continue;
+    most = std::max(most, std::min(warps, plan.n8s * plan.m16s * plan.k_groups));
+  }
+  return most;
 }
 
 void TiledGenerator::Read(int buffer, bool same_element) {
@@ -379,6 +394,7 @@ void TiledGenerator::PlanMatmul(int i) {
 }
 
 void TiledGenerator::EmitMatmul(int i) {
+  if (i == flash_.pv) return EmitFlashStep();
   if (matmuls_[i].direct) return EmitDirectMatmul(i);
   if (matmuls_[i].step) return EmitMmaMatmul(i);
   const TileOp& op = b_.tile_ops[i];
@@ -496,6 +512,7 @@ void TiledGenerator::CloseRowFold() {
 }
 
 void TiledGenerator::EmitReduce(int i) {
+  if (i == flash_.sum) return;  // EmitFlashStep sums the row
   if (register_sum_[i] >= 0) return EmitRegisterSum(i);
   const TileOp& op = b_.tile_ops[i];
   const int x = op.args[0];
@@ -655,6 +672,10 @@ absl::Status TiledGenerator::Generate() {
     }
     for (size_t i = 0; i < n; ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !matmuls_[i].direct) continue;
+      if (static_cast<int>(i) == flash_.pv) {
+        DeclareFlash();
+        continue;
+      }
       if (matmuls_[i].mma) {
         e_.Linef("float d", i, "[", matmuls_[i].per_warp, "][4] = {};  // x", i, "'s accumulator fragments");
         continue;
@@ -774,6 +795,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.inflight_bytes = generator.inflight_bytes();
   out.matmul_path = generator.matmul_path();
   out.step_barriers = generator.step_barriers();
+  out.mma_warps = generator.mma_warps();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.
   out.min_blocks = tiled_internal::BlocksPerSm(block.threads, out.shared_bytes, generator.registers());

@@ -25,8 +25,9 @@ struct TiledKernel {
   // Bytes a block has requested at once in a loop step (KernelSource).
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
-  // Barriers a loop step takes (KernelSource).
+  // Barriers a loop step takes, warps that issue its mma (KernelSource).
   int64_t step_barriers = 0;
+  int64_t mma_warps = 0;
 };
 
 // Emits the kernel body.

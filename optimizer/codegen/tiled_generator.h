@@ -89,6 +89,8 @@ class TiledGenerator {
   MatmulPath matmul_path() const;
   // Barriers a loop step takes (counted as it is emitted).
   int64_t step_barriers() const { return step_barriers_; }
+  // Warps that issue tensor-core products (the most of any product).
+  int64_t mma_warps() const;
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
@@ -276,6 +278,8 @@ class TiledGenerator {
     // across the loop): each warp owns whole n8 tiles (k_groups 1) and
     // writes them out after its k chunks.
     bool step = false;
+    // Floats of scratch its flush after the loop takes (direct only).
+    int64_t flush = 0;
   };
   // A matmul summed into an accumulator whose B is a loop tile that only
   // it reads, loaded as 16-byte vectors along N, with few rows of A: each
@@ -287,6 +291,9 @@ class TiledGenerator {
   // its register sums multiplied by the step's factor, row by row
   // (EmitRegisterRescale), before the step adds to them.
   void PlanDirect(const std::vector<int>& uses);
+  // The scratch the flushes after the loop share (direct_scratch_): the
+  // most any direct matmul or register sum takes (not the flash path's).
+  void PlanFlushScratch();
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
   // The tensor-core form (MatmulPlan::mma): true where it applies;
@@ -323,6 +330,20 @@ class TiledGenerator {
   bool SharedA(int i) const;
   // Declares `fa`, A's fragment of matmul i at rows m0 and k chunk c.
   void EmitMmaA(int i);
+  // The online softmax with rows owned by warps (tiled_flash.cc): the
+  // step's scores product, its stable exp, the rescaled product and row
+  // sum that read it, all in registers. Ops by index, -1: none.
+  struct FlashPlan {
+    int scores = -1, exp = -1, pv = -1, sum = -1;
+  };
+  FlashPlan flash_;
+  void PlanFlash(const std::vector<int>& uses);
+  // After PlanNeeded: the scores and exponentials need no tiles.
+  void DropFlashTiles();
+  void DeclareFlash();
+  void EmitFlashStep();
+  // After the loop: the registers into the accumulators and shift rows.
+  void EmitFlashFlush();
   // Where A may be read from its ring (sets MatmulPlan::a_ring).
   void PlanARing(int i);
   // Sums fused into an accumulator whose operand is an elementwise chain

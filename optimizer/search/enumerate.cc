@@ -492,7 +492,8 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
     std::vector<int64_t> choices;
     if (mapping.map[c] == Schedule::Map::kLoop) choices = {32, 64, 128, 256};
     if (mapping.map[c] == Schedule::Map::kGrid) {
-      choices = mapping.grid_axis[c] == 0 ? std::vector<int64_t>{16, 32, 64, 128} : std::vector<int64_t>{4, 16, 64};
+      // (128 rows on y: attention's queries, a slab of 16 per warp.)
+      choices = mapping.grid_axis[c] == 0 ? std::vector<int64_t>{16, 32, 64, 128} : std::vector<int64_t>{4, 16, 64, 128};
       // A batch dim of the products may also go one per block (attention's
       // batch and heads: small tiles leave room to stream K and V).
       if (mapping.grid_axis[c] != 0 && IsBatchClass(region, static_cast<int>(c))) choices.insert(choices.begin(), 1);

@@ -1,0 +1,207 @@
+// The online softmax with each warp owning whole rows (FlashAttention-2's
+// layout), for graph-defined blocks whose loop step is
+//   S = A @ B1          a step's tensor-core product (PlanStepMma)
+//   P = stable_exp(S)   along the loop axis (a running max)
+//   O += P @ B2         a direct tensor-core product, rescaled by P's max
+//   l += sum(P)         (optional) along the loop axis, rescaled too
+// and the query tile has more than one m16 slab of rows. The generic form
+// takes five barriers a step (S to shared memory, the max, the
+// exponentials, the products); here warp w keeps rows 16w..16w+15 of S, P,
+// O, the running max and the row sum in registers, the max and sum of a
+// row are a quad's shuffles, and S's accumulator fragments are P@V's A
+// fragments (m16n8 C and m16k16 A share their rows and columns): the step
+// takes only the ring's barrier. After the loop the registers go to the
+// accumulators' tiles and the shift rows, and what follows (the split
+// combine, the division, the stores) is the generic code's.
+//
+// The numbers are the generic form's: S in f32, the running max and its
+// factor from the same helpers (tiles/math.cuh), P rounded to the
+// product's dtype for P@V and summed unrounded, columns past the step's
+// keys left out of the max and the sum and zero in P.
+#include "optimizer/codegen/tiled_generator.h"
+
+namespace kiln::codegen::tiled_internal {
+
+void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
+  flash_ = FlashPlan{};
+  const size_t n = b_.tile_ops.size();
+  const int64_t warps = b_.threads / 32;
+  for (size_t i = 0; i < n; ++i) {
+    const int pv = static_cast<int>(i);
+    const MatmulPlan& pv_plan = matmuls_[i];
+    if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !pv_plan.mma || !pv_plan.direct) continue;
+    const int e = b_.tile_ops[i].args[0], out = fused_into_[i];
+    const TileOp& exp = b_.tile_ops[e];
+    if (exp.kind != TileOp::Kind::kStableExp || !ugraph::IsRunningMax(b_, tiles_, e)) continue;
+    if (b_.tile_ops[out].rescale != e || !IsMatrix(e)) continue;
+    const int s = exp.args[0];
+    const MatmulPlan& s_plan = matmuls_[s];
+    if (b_.tile_ops[s].kind != TileOp::Kind::kMatmul || !s_plan.step || uses[s] != 1) continue;
+    if (exp.axis != static_cast<int>(tiles_[e].axes.size()) - 1) continue;  // along S's columns
+    // Rows: more than one slab (one slab runs faster on all warps in the
+    // generic form), at most one per warp.
+    if (s_plan.rows <= 16 || s_plan.m16s > warps || pv_plan.rows != s_plan.rows) continue;
+    if (s_plan.n8s % 2 != 0 || pv_plan.depth != s_plan.cols || s_plan.n8s + pv_plan.n8s > 32) continue;
+    // P's readers: the product and at most one row sum into an
+    // accumulator that follows the same max.
+    int sum = -1;
+    bool other = false;
+    for (size_t r = 0; r < n; ++r) {
+      const TileOp& op = b_.tile_ops[r];
+      if (r == i || std::find(op.args.begin(), op.args.end(), e) == op.args.end()) continue;
+      const bool row_sum = op.kind == TileOp::Kind::kReduceSum && op.axis == exp.axis && fused_into_[r] >= 0 &&
+                           b_.tile_ops[fused_into_[r]].rescale == e && fused_scale_[r] == 1.0 && sum < 0;
+      if (row_sum) {
+        sum = static_cast<int>(r);
+      } else {
+        other = true;
+      }
+    }
+    for (const ugraph::OutputSaver& o : b_.outputs) other = other || o.value == e || o.value == s;
+    if (other) continue;
+    flash_.scores = s;
+    flash_.exp = e;
+    flash_.pv = pv;
+    flash_.sum = sum;
+    registers_ += 4 * (s_plan.n8s + pv_plan.n8s) + 8;
+    return;
+  }
+}
+
+void TiledGenerator::DropFlashTiles() {
+  if (flash_.pv < 0) return;
+  // S and P live in registers: no tiles.
+  needed_[flash_.scores] = needed_[flash_.exp] = false;
+}
+
+void TiledGenerator::DeclareFlash() {
+  const MatmulPlan& pv = matmuls_[flash_.pv];
+  e_.Linef("float o", flash_.pv, "[", pv.n8s, "][4] = {};  // x", flash_.pv,
+           "'s accumulator fragments: this warp's 16 rows");
+  e_.Linef("float run_max[2] = {no_shift(), no_shift()}, run_sum[2] = {0.0f, 0.0f};  // rows g and g + 8, x",
+           flash_.exp, "'s");
+}
+
+void TiledGenerator::EmitFlashStep() {
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  const MatmulPlan& pv = matmuls_[flash_.pv];
+  const TileOp& s_op = b_.tile_ops[flash_.scores];
+  const TileOp& pv_op = b_.tile_ops[flash_.pv];
+  const int k_tile = s_op.args[1], v_tile = pv_op.args[1];
+  const int64_t warps = b_.threads / 32;
+  const std::string keys = Length(ColAxis(flash_.exp));
+  if (!s.a_ring) Read(s_op.args[0], false);
+  e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
+           ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
+           flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
+           ": each warp 16 rows, in registers (no barrier)");
+  e_.Open("");
+  DeclareMmaLane();
+  if (s.m16s < warps) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
+  e_.Line("const int m0 = warp * 16;");
+  // 1. S = A @ B1: the warp's 16 rows, all columns.
+  e_.Linef("float sc[", s.n8s, "][4] = {};");
+  e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
+  e_.Line("const int k = c * 16 + (lane & 15);");
+  EmitMmaA(flash_.scores);
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
+  e_.Line("unsigned fb[2];");
+  e_.Linef("load_b_fragment_trans(fb, &", RingSlot(k_tile, "stage", absl::StrCat("k * ", inputs_[k_tile].task_sizes.back(), " + v")),
+           ");");
+  e_.Linef("mma_", DTypeSuffix(s_op.dtype), "(sc[v], fa, fb);");
+  e_.Close();
+  e_.Close();
+  // 2. The rows' max over this step's columns (a quad holds a row), the
+  // running max and the factor the sums so far take.
+  e_.Line("float top[2] = {no_shift(), no_shift()};");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int h = 0; h < 4; ++h) if (v * 8 + t2 + (h & 1) < ", keys, ") top[h >> 1] = fmaxf(top[h >> 1], sc[v][h]);");
+  e_.Close();
+  e_.Line("float factor[2];");
+  e_.Line("#pragma unroll");
+  e_.Open("for (int h = 0; h < 2; ++h)");
+  e_.Line("top[h] = fmaxf(top[h], __shfl_xor_sync(0xffffffffu, top[h], 1));");
+  e_.Line("top[h] = fmaxf(top[h], __shfl_xor_sync(0xffffffffu, top[h], 2));");
+  e_.Line("const float after = fmaxf(run_max[h], top[h]);");
+  e_.Line("factor[h] = shift_rescale(run_max[h], after);");
+  e_.Line("run_max[h] = after;");
+  e_.Line("run_sum[h] *= factor[h];");
+  e_.Close();
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv,
+           "[v][h] *= factor[h >> 1];");
+  // 3. P = exp(S - max), zero past the step's columns; the row sums.
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
+  e_.Line("#pragma unroll");
+  e_.Open("for (int h = 0; h < 4; ++h)");
+  e_.Linef("const float pe = v * 8 + t2 + (h & 1) < ", keys, " ? stable_exp(sc[v][h], run_max[h >> 1]) : 0.0f;");
+  e_.Line("sc[v][h] = pe;");
+  e_.Line("run_sum[h >> 1] += pe;");
+  e_.Close();
+  e_.Close();
+  // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
+  const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int c = 0; c < ", s.n8s / 2, "; ++c)"));
+  e_.Line("unsigned fa[4];");
+  e_.Linef("fa[0] = ", pack, "(sc[2 * c][0], sc[2 * c][1]);");
+  e_.Linef("fa[1] = ", pack, "(sc[2 * c][2], sc[2 * c][3]);");
+  e_.Linef("fa[2] = ", pack, "(sc[2 * c + 1][0], sc[2 * c + 1][1]);");
+  e_.Linef("fa[3] = ", pack, "(sc[2 * c + 1][2], sc[2 * c + 1][3]);");
+  e_.Line("const int k = c * 16 + (lane & 15);");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int v = 0; v < ", pv.n8s, "; ++v)"));
+  e_.Line("unsigned fb[2];");
+  e_.Linef("load_b_fragment_trans(fb, &",
+           RingSlot(v_tile, "stage", absl::StrCat("k * ", inputs_[v_tile].task_sizes.back(), " + v")), ");");
+  e_.Linef("mma_", DTypeSuffix(pv_op.dtype), "(o", flash_.pv, "[v], fa, fb);");
+  e_.Close();
+  e_.Close();
+  if (s.m16s < warps) e_.Close();
+  e_.Close();
+}
+
+void TiledGenerator::EmitFlashFlush() {
+  const MatmulPlan& pv = matmuls_[flash_.pv];
+  const int out = fused_into_[flash_.pv];
+  const int64_t warps = b_.threads / 32;
+  std::vector<std::string> at(tiles_[out].axes.size(), "0");
+  at[at.size() - 2] = "r";
+  e_.Linef("// x", out, flash_.sum >= 0 ? absl::StrCat(", x", fused_into_[flash_.sum]) : "", " and x", flash_.exp,
+           "'s running max from the warps' registers");
+  Read(out, false);
+  if (flash_.sum >= 0) Read(fused_into_[flash_.sum], false);
+  e_.Open("");
+  DeclareMmaLane();
+  if (pv.m16s < warps) e_.Open(absl::StrCat("if (warp < ", pv.m16s, ")"));
+  e_.Line("#pragma unroll");
+  e_.Open("for (int h = 0; h < 2; ++h)");
+  e_.Line("float total = run_sum[h];");
+  e_.Line("total += __shfl_xor_sync(0xffffffffu, total, 1);");
+  e_.Line("total += __shfl_xor_sync(0xffffffffu, total, 2);");
+  e_.Linef("const int r = warp * 16 + g + 8 * h;");
+  e_.Linef("if (r >= ", pv.rows, ") continue;");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int q = 0; q < 2; ++q) ", Buffer(out), "[r * ", pv.cols,
+           " + v * 8 + t2 + q] += o", flash_.pv, "[v][2 * h + q];");
+  e_.Open("if ((lane & 3) == 0)");
+  if (flash_.sum >= 0) {
+    const int sum_acc = fused_into_[flash_.sum];
+    std::vector<std::string> at(tiles_[sum_acc].axes.size(), "0");
+    at[at.size() - 2] = "r";
+    e_.Linef(Buffer(sum_acc), "[", RowMajor(Sizes(tiles_[sum_acc]), at), "] += total;");
+  }
+  e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], at), "] = run_max[h];");
+  e_.Close();
+  e_.Close();
+  if (pv.m16s < warps) e_.Close();
+  e_.Close();
+  Wrote(out, false);
+  if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], false);
+}
+
+}  // namespace kiln::codegen::tiled_internal
