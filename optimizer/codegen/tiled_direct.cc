@@ -276,11 +276,8 @@ void TiledGenerator::EmitMmaMatmul(int i) {
 void TiledGenerator::EmitRegisterRescale(int mm, int s) {
   const MatmulPlan& plan = matmuls_[mm];
   const int acc = fused_into_[mm];
-  const size_t rank = tiles_[acc].axes.size();
   const auto factor = [&](const std::string& row) {
-    std::vector<std::string> coords(rank, "0");
-    coords[rank - 2] = row;
-    return absl::StrCat("rescale", s, "[", RowOf(s, tiles_[acc], coords), "]");
+    return absl::StrCat("rescale", s, "[", RowOf(s, tiles_[acc], RowCoords(tiles_[acc], row)), "]");
   };
   e_.Linef("// x", acc, "'s sums in registers (x", mm, ") follow x", s, "'s running max");
   e_.Open("");

@@ -123,9 +123,7 @@ void TiledGenerator::EmitFlashStep() {
   e_.Line("float factor[2];");
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Line("top[h] = fmaxf(top[h], __shfl_xor_sync(0xffffffffu, top[h], 1));");
-  e_.Line("top[h] = fmaxf(top[h], __shfl_xor_sync(0xffffffffu, top[h], 2));");
-  e_.Line("const float after = fmaxf(run_max[h], top[h]);");
+  e_.Line("const float after = fmaxf(run_max[h], quad_reduce<true>(top[h]));");
   e_.Line("factor[h] = shift_rescale(run_max[h], after);");
   e_.Line("run_max[h] = after;");
   e_.Line("run_sum[h] *= factor[h];");
@@ -169,8 +167,6 @@ void TiledGenerator::EmitFlashFlush() {
   const MatmulPlan& pv = matmuls_[flash_.pv];
   const int out = fused_into_[flash_.pv];
   const int64_t warps = b_.threads / 32;
-  std::vector<std::string> at(tiles_[out].axes.size(), "0");
-  at[at.size() - 2] = "r";
   e_.Linef("// x", out, flash_.sum >= 0 ? absl::StrCat(", x", fused_into_[flash_.sum]) : "", " and x", flash_.exp,
            "'s running max from the warps' registers");
   Read(out, false);
@@ -180,9 +176,7 @@ void TiledGenerator::EmitFlashFlush() {
   if (pv.m16s < warps) e_.Open(absl::StrCat("if (warp < ", pv.m16s, ")"));
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Line("float total = run_sum[h];");
-  e_.Line("total += __shfl_xor_sync(0xffffffffu, total, 1);");
-  e_.Line("total += __shfl_xor_sync(0xffffffffu, total, 2);");
+  e_.Line("const float total = quad_reduce<false>(run_sum[h]);");
   e_.Linef("const int r = warp * 16 + g + 8 * h;");
   e_.Linef("if (r >= ", pv.rows, ") continue;");
   e_.Line("#pragma unroll");
@@ -190,12 +184,10 @@ void TiledGenerator::EmitFlashFlush() {
            " + v * 8 + t2 + q] += o", flash_.pv, "[v][2 * h + q];");
   e_.Open("if ((lane & 3) == 0)");
   if (flash_.sum >= 0) {
-    const int sum_acc = fused_into_[flash_.sum];
-    std::vector<std::string> at(tiles_[sum_acc].axes.size(), "0");
-    at[at.size() - 2] = "r";
-    e_.Linef(Buffer(sum_acc), "[", RowMajor(Sizes(tiles_[sum_acc]), at), "] += total;");
+    const TileInfo& sums = tiles_[fused_into_[flash_.sum]];
+    e_.Linef(Buffer(fused_into_[flash_.sum]), "[", RowMajor(Sizes(sums), RowCoords(sums, "r")), "] += total;");
   }
-  e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], at), "] = run_max[h];");
+  e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")), "] = run_max[h];");
   e_.Close();
   e_.Close();
   if (pv.m16s < warps) e_.Close();

@@ -311,6 +311,12 @@ class TiledGenerator {
   bool IsMatrix(int x) const;
   const TileAxis& RowAxis(int x) const { return tiles_[x].axes[tiles_[x].axes.size() - 2]; }
   const TileAxis& ColAxis(int x) const { return tiles_[x].axes.back(); }
+  // Coordinates of matrix tile x at row `row`, column 0.
+  static std::vector<std::string> RowCoords(const TileInfo& t, const std::string& row) {
+    std::vector<std::string> coords(t.axes.size(), "0");
+    coords[coords.size() - 2] = row;
+    return coords;
+  }
   // Accumulator fragments (mma) or register sums of direct matmul mm
   // multiplied by stable exp s's step factor, row by row.
   void EmitRegisterRescale(int mm, int s);

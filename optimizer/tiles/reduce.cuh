@@ -1,5 +1,5 @@
-// kiln device tile library: warp and block reductions for row kernels. Every
-// thread of the block gets the result.
+// kiln device tile library: quad, warp and block reductions. Every thread
+// of the group gets the result.
 #pragma once
 
 #include "kiln/types.cuh"
@@ -24,6 +24,14 @@ __device__ __forceinline__ T warp_reduce(T v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v = combine<kMax>(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
+}
+
+// Over the four lanes of a quad (4q .. 4q + 3), which hold one row of an
+// mma.sync accumulator fragment.
+template <bool kMax, typename T>
+__device__ __forceinline__ T quad_reduce(T v) {
+  v = combine<kMax>(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return combine<kMax>(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
 // `scratch` holds at least 32 values; blockDim.x is a multiple of 32.

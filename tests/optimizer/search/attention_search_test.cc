@@ -176,21 +176,24 @@ TEST(AttentionSearch, RescaledBlocksRoundTripAndBadOnesAreRejected) {
               ::testing::HasSubstr("loop axis or an axis read whole"));
 }
 
+void ExpectCompilesForHopper(const jit::NvrtcApi& nvrtc, const codegen::KernelSource& source) {
+  jit::CompileOptions options;
+  options.arch = "sm_90";
+  absl::StatusOr<std::string> cubin = jit::CompileToCubin(nvrtc, codegen::AssembleSource(source.source), options);
+  EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
+}
+
 // Every kernel the search emits for attention compiles (NVRTC needs no GPU).
 TEST(AttentionSearch, TheChosenKernelsCompile) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
-  jit::CompileOptions options;
-  options.arch = "sm_90";
   for (const FusedCase& c : {AttentionCase(2, 256, 64, 4096), AttentionCase(64, 1, 128, 4096)}) {
     SearchResult r = Search(c.region);
     ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
     for (size_t k = 0; k < r.graph->kernels.size(); ++k) {
       absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*r.graph, static_cast<int>(k));
       ASSERT_TRUE(source.ok()) << source.status();
-      absl::StatusOr<std::string> cubin =
-          jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), options);
-      EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source->source;
+      ExpectCompilesForHopper(**nvrtc, *source);
     }
   }
 }
@@ -202,8 +205,6 @@ TEST(AttentionSearch, TheChosenKernelsCompile) {
 TEST(AttentionSearch, ScheduleVariantsCompile) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
-  jit::CompileOptions options;
-  options.arch = "sm_90";
   for (const FusedCase& c : {AttentionCase(2, 256, 64, 4096), AttentionCase(3, 17, 16, 4097)}) {
     SearchResult r = Search(c.region);
     ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
@@ -217,13 +218,13 @@ TEST(AttentionSearch, ScheduleVariantsCompile) {
       absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
       if (!source.ok()) continue;  // e.g. tiles past shared memory: the search skips these too
       tensor_cores += source->matmul_path == codegen::MatmulPath::kTensorCores;
-      absl::StatusOr<std::string> cubin =
-          jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), options);
-      EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source->source;
+      ExpectCompilesForHopper(**nvrtc, *source);
       ++compiled;
     }
     EXPECT_GE(compiled, 4);
-    if (wide) EXPECT_GE(tensor_cores, compiled / 2) << "f16 products on tensor cores";
+    if (wide) {
+      EXPECT_GE(tensor_cores, compiled / 2) << "f16 products on tensor cores";
+    }
   }
 }
 

@@ -27,7 +27,9 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
   std::unique_ptr<GraphRunner> runner = ValueOrFail(GraphRunner::Create(executor, graph));
   for (size_t i = 0; i < c.region.inputs.size(); ++i) {
     for (const Tensor& t : c.inputs) {
-      if (t.node().get() == c.region.inputs[i]) EXPECT_TRUE(runner->Upload(static_cast<int>(i), testing::ReadF32(t)).ok());
+      if (t.node().get() == c.region.inputs[i]) {
+        EXPECT_TRUE(runner->Upload(static_cast<int>(i), testing::ReadF32(t)).ok());
+      }
     }
   }
   EXPECT_TRUE(runner->Run().ok());
