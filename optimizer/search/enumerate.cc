@@ -41,44 +41,52 @@ class Enumerator {
              const EnumerateLimits& limits, const std::function<bool(const Candidate&)>& found)
       : region_(region), pool_(pool), checker_(checker), limits_(limits), found_(found) {
     candidate_.schedule = mapping;
-    region_exprs_ = RegionExpressions(region, pool);
-    target_ = region_exprs_.back();
-    for (const RegionOp& op : region.ops) {
+  }
+
+  EnumerateStats Run() {
+    // Leaves: one iterator per region input (or permuted input), the
+    // constants, and the normalizations read whole (below).
+    std::vector<Dim> sizes = region_.class_size;
+    block_.kind = ugraph::BlockKind::kTiled;
+    const std::vector<bool> normalization = Normalizations();
+    std::vector<bool> read_outside(region_.ops.size(), false);  // by an op the search builds
+    for (size_t i = 0; i < region_.ops.size(); ++i) {
+      if (normalization[i]) continue;
+      for (int a : region_.ops[i].args) read_outside[a] = true;
+    }
+    read_outside[region_.output_op()] = true;
+    // A normalization's result is an opaque leaf to the pruning too: the
+    // search cannot reach inside it, and Z3 answers in a fraction of the
+    // time without its rsqrt-of-a-sum (QK-norm: 0.3 s instead of 10 s to
+    // find plain attention's five ops).
+    std::vector<bool> atoms(region_.ops.size(), false);
+    for (size_t i = 0; i < region_.ops.size(); ++i) atoms[i] = normalization[i] && read_outside[i];
+    // The ops the search builds with: the region's, less the normalizations'.
+    for (size_t i = 0; i < region_.ops.size(); ++i) {
+      const RegionOp& op = region_.ops[i];
+      if (normalization[i]) continue;
       if (op.kind == RegionOp::Kind::kUnary) unary_.insert(op.op);
       if (op.kind == RegionOp::Kind::kBinary) binary_.insert(op.op);
       has_matmul_ |= op.kind == RegionOp::Kind::kMatmul;
       has_stable_exp_ |= op.kind == RegionOp::Kind::kStableExp;
     }
-  }
-
-  EnumerateStats Run() {
-    // Leaves: one iterator per region input (or permuted input), the constants.
-    std::vector<Dim> sizes = region_.class_size;
-    block_.kind = ugraph::BlockKind::kTiled;
+    region_exprs_ = RegionExpressions(region_, pool_, atoms);
+    target_ = region_exprs_.back();
+    std::vector<int> at(region_.ops.size(), -1);  // each region op's fixed op
     for (size_t i = 0; i < region_.ops.size(); ++i) {
       const RegionOp& op = region_.ops[i];
-      const bool permuted_input = op.kind == RegionOp::Kind::kPermute &&
-                                  region_.ops[op.args[0]].kind == RegionOp::Kind::kInput;
-      if (op.kind == RegionOp::Kind::kInput && !OnlyPermuted(static_cast<int>(i))) {
-        AddLeaf(static_cast<int>(i));
-      } else if (permuted_input) {
-        AddLeaf(static_cast<int>(i));
+      const bool usable = read_outside[i];
+      if (IsLeaf(static_cast<int>(i))) {
+        at[i] = AddLeaf(static_cast<int>(i), usable);
       } else if (op.kind == RegionOp::Kind::kConstant) {
         CandidateOp c;
         c.op.kind = TileOp::Kind::kConstant;
         c.op.value = op.value;
-        AddFixed(std::move(c), pool_.Constant(op.value));
+        at[i] = AddFixed(std::move(c), pool_.Constant(op.value), usable);
+      } else if (normalization[i]) {
+        at[i] = AddNormalizationOp(static_cast<int>(i), at, usable);
       } else if (op.kind == RegionOp::Kind::kReduce && op.op == OpKind::kReduceMean) {
-        CandidateOp c;
-        c.op.kind = TileOp::Kind::kConstant;
-        int64_t n = 1;
-        for (int a : op.axes) {
-          const int cls = region_.ops[op.args[0]].classes[a];
-          c.inverse_of_classes.push_back(cls);
-          n *= NominalSize(region_.class_size[cls]);
-        }
-        c.op.value = 1.0 / static_cast<double>(n);
-        AddFixed(std::move(c), pool_.Constant(c.op.value));
+        AddFixed(MeanScale(op), pool_.Constant(MeanScale(op).op.value), true);
       }
     }
     leaves_ = static_cast<int>(candidate_.ops.size());
@@ -107,21 +115,138 @@ class Enumerator {
     return used;
   }
 
-  void AddLeaf(int region_op) {
+  // Region op `i` is read through an iterator: an input, or a permute of one
+  // (an input read only through permutes has no iterator of its own).
+  bool IsLeaf(int i) const {
+    const RegionOp& op = region_.ops[i];
+    if (op.kind == RegionOp::Kind::kInput) return !OnlyPermuted(i);
+    return op.kind == RegionOp::Kind::kPermute && region_.ops[op.args[0]].kind == RegionOp::Kind::kInput;
+  }
+
+  // Normalizations (QK-norm's rms of Q and of K): elementwise ops and
+  // keepdim sums over classes the mapping reads whole, on inputs and
+  // constants alone, that include a sum. Each is computed where its inputs
+  // are read, as the region writes it, and the search sees only its
+  // result, as a leaf: the ops inside need no search (their reductions are
+  // whole, so tiling cannot change them), and searching them too would put
+  // attention with QK-norm at three times the ops of plain attention.
+  // The region's output is never one: the search must build it.
+  std::vector<bool> Normalizations() const {
+    const size_t n = region_.ops.size();
+    std::vector<bool> local(n, false), sums(n, false);
+    for (size_t i = 0; i + 1 < n; ++i) {
+      const RegionOp& op = region_.ops[i];
+      bool args_local = true, any_variable = false;
+      for (int a : op.args) {
+        const bool constant = region_.ops[a].kind == RegionOp::Kind::kConstant;
+        args_local &= constant || local[a] || IsLeaf(a);
+        any_variable |= !constant;
+        sums[i] = sums[i] || sums[a];
+      }
+      if (op.kind == RegionOp::Kind::kUnary || op.kind == RegionOp::Kind::kBinary) {
+        local[i] = args_local && any_variable;
+      } else if (op.kind == RegionOp::Kind::kReduce) {
+        bool whole = op.keepdim;
+        for (int axis : op.axes) {
+          const int c = region_.ops[op.args[0]].classes[axis];
+          whole &= candidate_.schedule.map[c] == Schedule::Map::kFull && region_.class_size[c].is_concrete();
+        }
+        local[i] = args_local && whole;
+        sums[i] = true;
+      }
+    }
+    // The ones with a sum, and what they read.
+    std::vector<bool> out(n, false);
+    for (size_t i = n; i-- > 0;) {
+      if (!local[i]) continue;
+      bool read_by_one = false;
+      for (size_t j = i + 1; j < n; ++j) {
+        if (!out[j]) continue;
+        for (int a : region_.ops[j].args) read_by_one |= a == static_cast<int>(i);
+      }
+      out[i] = sums[i] || read_by_one;
+    }
+    return out;
+  }
+
+  // The 1/n constant of a mean (n the product of its reduced classes).
+  CandidateOp MeanScale(const RegionOp& mean) const {
+    CandidateOp c;
+    c.op.kind = TileOp::Kind::kConstant;
+    int64_t n = 1;
+    for (int a : mean.axes) {
+      const int cls = region_.ops[mean.args[0]].classes[a];
+      c.inverse_of_classes.push_back(cls);
+      n *= NominalSize(region_.class_size[cls]);
+    }
+    c.op.value = 1.0 / static_cast<double>(n);
+    return c;
+  }
+
+  // Region op `i` of a normalization as fixed tile ops (`at`: the fixed op
+  // of each region op before it); returns the last.
+  int AddNormalizationOp(int i, const std::vector<int>& at, bool usable) {
+    const RegionOp& op = region_.ops[i];
+    CandidateOp c;
+    c.op.op = op.op;
+    for (int a : op.args) c.op.args.push_back(at[a]);
+    if (op.kind == RegionOp::Kind::kUnary) {
+      c.op.kind = TileOp::Kind::kUnary;
+      return AddFixed(std::move(c), region_exprs_[i], usable);
+    }
+    if (op.kind == RegionOp::Kind::kBinary) {
+      c.op.kind = TileOp::Kind::kBinary;
+      return AddFixed(std::move(c), region_exprs_[i], usable);
+    }
+    // A keepdim sum (or mean) over whole axes: a sum per axis, then 1/n.
+    const bool mean = op.op == OpKind::kReduceMean;
+    int last = at[op.args[0]];
+    ExprId e = exprs_[last];
+    for (size_t k = 0; k < op.axes.size(); ++k) {
+      CandidateOp sum;
+      sum.op.kind = TileOp::Kind::kReduceSum;
+      sum.op.args = {last};
+      sum.op.axis = op.axes[k];
+      const int cls = region_.ops[op.args[0]].classes[op.axes[k]];
+      e = pool_.Sum(MakeRational(NominalSize(region_.class_size[cls]), 1), e);
+      const bool final = !mean && k + 1 == op.axes.size();
+      last = AddFixed(std::move(sum), final ? region_exprs_[i] : e, final && usable);
+    }
+    if (!mean) return last;
+    CandidateOp scale = MeanScale(op);
+    const ExprId scale_expr = pool_.Constant(scale.op.value);
+    CandidateOp mul;
+    mul.op.kind = TileOp::Kind::kBinary;
+    mul.op.op = OpKind::kMul;
+    mul.op.args = {last, AddFixed(std::move(scale), scale_expr, false)};
+    return AddFixed(std::move(mul), region_exprs_[i], usable);
+  }
+
+  int AddLeaf(int region_op, bool usable) {
     CandidateOp c;
     c.op.kind = TileOp::Kind::kInput;
     c.op.input = static_cast<int>(candidate_.iterator_ops.size());
     candidate_.iterator_ops.push_back(region_op);
-    AddFixed(std::move(c), region_exprs_[region_op]);
+    return AddFixed(std::move(c), region_exprs_[region_op], usable);
   }
 
-  void AddFixed(CandidateOp op, ExprId e) {
+  // Adds a fixed op (a leaf the search builds on, if `usable`); an op
+  // already there with the same expression serves instead.
+  int AddFixed(CandidateOp op, ExprId e, bool usable) {
     for (size_t i = 0; i < candidate_.ops.size(); ++i) {
-      if (exprs_[i] == e) return;  // the same constant twice
+      if (exprs_[i] != e) continue;
+      usable_[i] = usable_[i] || usable;
+      return static_cast<int>(i);
     }
     candidate_.ops.push_back(std::move(op));
     exprs_.push_back(e);
+    usable_.push_back(usable);
+    return static_cast<int>(candidate_.ops.size()) - 1;
   }
+
+  // Whether the search may build on op `a` (a fixed op inside a
+  // normalization is not).
+  bool Usable(int a) const { return a >= leaves_ || usable_[a]; }
 
   bool OutOfTime() {
     if ((++ticks_ & 63) == 0 && std::chrono::steady_clock::now() > limits_.deadline) stats_.out_of_time = true;
@@ -284,6 +409,7 @@ class Enumerator {
       tiles_ = *std::move(tiles);
     }
     for (int a = 0; a < n; ++a) {
+      if (!Usable(a)) continue;
       for (OpKind u : unary_) {
         if (phase_ok({a})) Try(Unary(u, a), loop, last, count);
       }
@@ -301,7 +427,7 @@ class Enumerator {
         }
       }
       for (int b = 0; b < n; ++b) {
-        if (!phase_ok({a, b})) continue;
+        if (!Usable(b) || !phase_ok({a, b})) continue;
         for (OpKind op : binary_) {
           const bool commutative = op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kMaximum ||
                                    op == OpKind::kMinimum;
@@ -425,6 +551,7 @@ class Enumerator {
   ugraph::BlockGraph block_;
   std::vector<TileInfo> tiles_;
   std::vector<ExprId> exprs_;
+  std::vector<bool> usable_;  // by fixed op
   std::vector<ExprId> region_exprs_;
   ExprId target_ = 0;
   int leaves_ = 0;

@@ -20,6 +20,13 @@ Tensor Leaf(std::vector<int64_t> sizes, double scale, uint64_t seed, DType dtype
   return t;
 }
 
+// peers.py's rms(x, dim): x * rsqrt(mean(x^2, dim) + 1e-6), the statistics
+// in f32, the result in x's dtype.
+Tensor PeerRms(const Tensor& x, int axis) {
+  Tensor xf = cast(x, DType::kF32);
+  return cast(xf * rsqrt(mean(xf * xf, axis, /*keepdim=*/true) + 1e-6), x.dtype());
+}
+
 FusedCase Finish(std::string name, std::vector<Tensor> inputs, Tensor output) {
   FusedCase c{std::move(name), std::move(inputs), std::move(output), {}};
   std::vector<const Node*> leaves;
@@ -36,10 +43,7 @@ FusedCase Finish(std::string name, std::vector<Tensor> inputs, Tensor output) {
 
 FusedCase RmsNormLinearCase(int64_t m, int64_t k, int64_t n, DType dtype, Device device) {
   Tensor x = Leaf({m, k}, 1, 1, dtype, device), w = Leaf({k, n}, 0.02, 2, dtype, device);
-  // peers.py: x * rsqrt(mean(x^2) + 1e-6) @ W, the statistics in f32.
-  Tensor xf = cast(x, DType::kF32);
-  Tensor normed = cast(xf * rsqrt(mean(xf * xf, -1, /*keepdim=*/true) + 1e-6), dtype);
-  return Finish(absl::StrCat("rmsnorm_linear_", m, "x", k, "x", n), {x, w}, matmul(normed, w));
+  return Finish(absl::StrCat("rmsnorm_linear_", m, "x", k, "x", n), {x, w}, matmul(PeerRms(x, -1), w));
 }
 
 FusedCase GatedMlpCase(int64_t m, int64_t k, int64_t n, DType dtype, Device device) {
@@ -64,9 +68,19 @@ FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_
                 matmul(softmax(matmul(q, k), -1), v));
 }
 
+FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys, DType dtype,
+                              Device device) {
+  Tensor q = Leaf({batch, queries, head_dim}, 1, 13, dtype, device);
+  Tensor k = Leaf({batch, head_dim, keys}, 0.1, 14, dtype, device);
+  Tensor v = Leaf({batch, keys, head_dim}, 1, 15, dtype, device);
+  // peers.py: rms over Q's last dim and over K's head dim (its axis -2).
+  return Finish(absl::StrCat("qknorm_attention_", batch, "x", queries, "x", head_dim, "x", keys), {q, k, v},
+                matmul(softmax(matmul(PeerRms(q, -1), PeerRms(k, -2)), -1), v));
+}
+
 std::vector<std::string> FusedCaseNames() {
   return {"rmsnorm_linear_bs1", "rmsnorm_linear_bs8", "gated_mlp_bs8", "lora_r16", "gqa_bs1", "gqa_bs8",
-          "seed_attention"};
+          "qknorm_gqa_bs1", "qknorm_gqa_bs8", "seed_attention"};
 }
 
 absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) {
@@ -77,6 +91,8 @@ absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) 
   else if (name == "lora_r16") c = LoraCase(16, 256, 4096, 16, DType::kF16, device);
   else if (name == "gqa_bs1") c = AttentionCase(2, 256, 64, 4096, DType::kF16, device);
   else if (name == "gqa_bs8") c = AttentionCase(16, 256, 64, 4096, DType::kF16, device);
+  else if (name == "qknorm_gqa_bs1") c = QkNormAttentionCase(2, 256, 64, 4096, DType::kF16, device);
+  else if (name == "qknorm_gqa_bs8") c = QkNormAttentionCase(16, 256, 64, 4096, DType::kF16, device);
   else if (name == "seed_attention") c = AttentionCase(64, 1, 128, 4096, DType::kF16, device);
   else return absl::NotFoundError(absl::StrCat("no fused case named ", name));
   c.name = name;

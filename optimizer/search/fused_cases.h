@@ -34,8 +34,13 @@ FusedCase LoraCase(int64_t m, int64_t k, int64_t n, int64_t r, DType dtype = DTy
 FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
                         DType dtype = DType::kF16, Device device = Device::Cpu());
 
+// Attention with QK-norm: softmax(rms(Q, -1) @ rms(K, -2)) @ V, rms in f32
+// (without a weight), as peers.py's qknorm_gqa cases write it.
+FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
+                              DType dtype = DType::kF16, Device device = Device::Cpu());
+
 // rmsnorm_linear_bs1, rmsnorm_linear_bs8, gated_mlp_bs8, lora_r16, gqa_bs1, gqa_bs8,
-// seed_attention.
+// qknorm_gqa_bs1, qknorm_gqa_bs8, seed_attention.
 std::vector<std::string> FusedCaseNames();
 absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device = Device::Cpu());
 

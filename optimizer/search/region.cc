@@ -27,11 +27,16 @@ const Node* ScalarConstant(const Node* n) {
 
 // x where `n` is exp(x - max(x, axes, keepdim=true)) (softmax's stabilized
 // exponential; casts between f32 and 16-bit floats on the way allowed), with
-// the max's axes; else nullptr.
-const Node* StabilizedArgument(const Node* n, std::vector<int>* axes) {
+// the max's axes and the nodes between x and the exp (the casts, the
+// subtraction, the max); else nullptr.
+const Node* StabilizedArgument(const Node* n, std::vector<int>* axes, std::vector<const Node*>* between) {
   if (n->op != OpKind::kExp || n->is_realized()) return nullptr;
+  between->clear();
   const Node* sub = n->inputs[0].get();
-  while (IsFloatCast(sub) && !sub->is_realized()) sub = sub->inputs[0].get();
+  while (IsFloatCast(sub) && !sub->is_realized()) {
+    between->push_back(sub);
+    sub = sub->inputs[0].get();
+  }
   if (sub->op != OpKind::kSub || sub->is_realized()) return nullptr;
   const Node* x = sub->inputs[0].get();
   const Node* m = sub->inputs[1].get();
@@ -40,6 +45,8 @@ const Node* StabilizedArgument(const Node* n, std::vector<int>* axes) {
   if (!attrs.keepdim) return nullptr;
   axes->assign(attrs.axes.begin(), attrs.axes.end());
   std::sort(axes->begin(), axes->end());
+  between->push_back(sub);
+  between->push_back(m);
   return x;
 }
 
@@ -142,7 +149,15 @@ class Extractor {
     if (n != output_ && (is_boundary_(n) || !Searchable(n))) return AddInput(n);
     if (n->is_realized()) return AddInput(n);
     if (IsFloatCast(n)) return Visit(n->inputs[0].get());
-    if (std::vector<int> axes; const Node* x = StabilizedArgument(n, &axes)) {
+    std::vector<int> axes;
+    std::vector<const Node*> between;
+    const Node* x = StabilizedArgument(n, &axes, &between);
+    // The nodes between belong to the region (the search's runtime path
+    // claims them; one read outside would keep x out of it), unless one is
+    // a boundary: its value is needed on its own.
+    for (const Node* b : between) x = x && !is_boundary_(b) ? x : nullptr;
+    if (x) {
+      region_.nodes.insert(region_.nodes.end(), between.begin(), between.end());
       RegionOp op;
       op.kind = RegionOp::Kind::kStableExp;
       op.op = OpKind::kExp;
@@ -301,10 +316,15 @@ Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs) {
   return v.back();
 }
 
-std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool) {
+std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool, const std::vector<bool>& atoms) {
   std::vector<ExprId> e(region.ops.size());
+  int next_atom = static_cast<int>(region.inputs.size());
   for (size_t i = 0; i < region.ops.size(); ++i) {
     const RegionOp& op = region.ops[i];
+    if (i < atoms.size() && atoms[i]) {
+      e[i] = pool.Input(next_atom++);
+      continue;
+    }
     switch (op.kind) {
       case RegionOp::Kind::kInput: e[i] = pool.Input(op.input); break;
       case RegionOp::Kind::kConstant: e[i] = pool.Constant(op.value); break;

@@ -65,8 +65,10 @@ absl::StatusOr<Region> ExtractRegion(const Node* output,
 // floating-point check, and the default lowering's version of the region.
 Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs);
 
-// The abstract expression of each op (by op index), at the region's real sizes.
-std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool);
+// The abstract expression of each op (by op index), at the region's real
+// sizes. Ops marked in `atoms` (by op; empty: none) are opaque: each is a
+// fresh input of its own, numbered after the region's inputs.
+std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool, const std::vector<bool>& atoms = {});
 
 // The abstract expression of sum over `n` elements; a class of symbolic size
 // counts with its upper bound.

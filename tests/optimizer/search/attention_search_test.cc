@@ -43,6 +43,20 @@ TEST(AttentionSearch, TheRegionKeepsSoftmaxAsAStableExp) {
   EXPECT_EQ(stable, 1) << c.region.ToString();
   EXPECT_EQ(max_ops, 0) << c.region.ToString();
   EXPECT_EQ(c.region.inputs.size(), 3u) << c.region.ToString();
+  // Every node from the inputs to the output is the region's, the softmax's
+  // max and subtraction included: the runtime path claims them all, and a
+  // node left out would make the scores a region input of their own.
+  std::set<const Node*> inside(c.region.nodes.begin(), c.region.nodes.end());
+  std::vector<const Node*> stack = {c.output.node().get()};
+  std::set<const Node*> seen;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (std::find(c.region.inputs.begin(), c.region.inputs.end(), n) != c.region.inputs.end()) continue;
+    EXPECT_TRUE(inside.count(n)) << OpName(n->op) << " " << n->shape.ToString();
+    for (const auto& in : n->inputs) stack.push_back(in.get());
+  }
 }
 
 // The stable exp runs along the loop over the keys, and both sums that
@@ -86,6 +100,62 @@ TEST(AttentionSearch, OddShapesAreFoundAndChecked) {
     EXPECT_EQ(r.graph->kernels.size(), 1u);
     EXPECT_LE(r.report.float_error, 1e-2) << keys;
   }
+}
+
+// QK-norm (rms of Q over its head dim, of K over its head dim, which is
+// K's axis -2 here) is fused into the attention kernel: Q's normalization
+// runs once before the loop, K's on each step's tile, and neither the
+// normalized Q nor K reaches device memory. (127 keys are read whole, no
+// loop: both then run before the products.)
+void ExpectQkNormFused(const FusedCase& c, const SearchResult& r) {
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(r.graph->kernels.size(), 1u);
+  EXPECT_EQ(r.graph->tensors.size(), c.region.inputs.size() + 1) << "an intermediate reached device memory";
+  const ugraph::BlockGraph& b = r.graph->kernels[0].block;
+  const bool loop = b.forloop.tile > 1;
+  if (loop) ExpectOnlineSoftmax(c.region, r);
+  const std::vector<ugraph::TileInfo> tiles = ValueOrFail(ugraph::AnalyzeTiles(b));
+  int before_loop = 0, in_loop = 0;
+  for (size_t i = 0; i < b.tile_ops.size(); ++i) {
+    if (b.tile_ops[i].kind != TileOp::Kind::kUnary || b.tile_ops[i].op != OpKind::kRsqrt) continue;
+    (tiles[i].in_loop ? in_loop : before_loop) += 1;
+  }
+  EXPECT_EQ(before_loop, loop ? 1 : 2) << "Q's rsqrt, once per block\n" << r.report.chosen_text;
+  EXPECT_EQ(in_loop, loop ? 1 : 0) << "K's rsqrt, per step\n" << r.report.chosen_text;
+  EXPECT_LE(r.report.float_error, 1e-2);
+}
+
+TEST(AttentionSearch, QkNormIsFusedIntoTheKernel) {
+  for (const FusedCase& c : {QkNormAttentionCase(2, 256, 64, 4096), QkNormAttentionCase(3, 17, 16, 127),
+                             QkNormAttentionCase(5, 1, 128, 4097)}) {
+    SCOPED_TRACE(c.name);
+    ExpectQkNormFused(c, Search(c.region));
+  }
+}
+
+// The normalizations are fixed, not searched, but still verified: the
+// found kernel with K normalized over its keys instead of its head dim, or
+// with Q's rsqrt dropped, fails over the finite fields.
+TEST(AttentionSearch, VerificationRejectsAWrongQkNorm) {
+  FusedCase c = QkNormAttentionCase(2, 5, 8, 300);
+  SearchResult r = Search(c.region);
+  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  const Candidate good = *r.candidate;
+  EXPECT_TRUE(ValueOrFail(VerifyOverFiniteFields(c.region, good, 3, 31)));
+  int k_sum = -1, q_rsqrt = -1;
+  for (size_t i = 0; i < good.ops.size(); ++i) {
+    const TileOp& op = good.ops[i].op;
+    if (op.kind == TileOp::Kind::kReduceSum && op.axis == 1) k_sum = static_cast<int>(i);  // K's head dim
+    if (op.kind == TileOp::Kind::kUnary && op.op == OpKind::kRsqrt && q_rsqrt < 0) q_rsqrt = static_cast<int>(i);
+  }
+  ASSERT_GE(k_sum, 0) << r.report.chosen_text;
+  ASSERT_GE(q_rsqrt, 0) << r.report.chosen_text;
+  Candidate wrong_axis = good;
+  wrong_axis.ops[k_sum].op.axis = 2;  // over the keys
+  EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, wrong_axis, 3, 32)));
+  Candidate no_rsqrt = good;
+  no_rsqrt.ops[q_rsqrt].op.op = OpKind::kSqrt;
+  EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, no_rsqrt, 3, 33)));
 }
 
 // The decision of algebra.h, tested: the found kernel passes; the same
@@ -187,7 +257,8 @@ void ExpectCompilesForHopper(const jit::NvrtcApi& nvrtc, const codegen::KernelSo
 TEST(AttentionSearch, TheChosenKernelsCompile) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
-  for (const FusedCase& c : {AttentionCase(2, 256, 64, 4096), AttentionCase(64, 1, 128, 4096)}) {
+  for (const FusedCase& c : {AttentionCase(2, 256, 64, 4096), AttentionCase(64, 1, 128, 4096),
+                             QkNormAttentionCase(2, 256, 64, 4096)}) {
     SearchResult r = Search(c.region);
     ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
     for (size_t k = 0; k < r.graph->kernels.size(); ++k) {

@@ -37,48 +37,71 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
   return testing::ExpectWithinScale(got, testing::ReadF32(c.output), tolerance);
 }
 
+struct Runs {
+  int split = 0, tensor_cores = 0;
+};
+
+// The case's search result run with the chosen schedule split 1, 2 and 8
+// ways, then `spread` others (query tiles of 1 to 64 rows with tails, key
+// tiles, splits), each against the CPU reference.
+void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int spread, Runs& runs) {
+  SearchOptions options;  // the cost model chooses; other schedules are run below
+  options.budget_seconds = 8;
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2;
+  std::vector<Schedule> schedules;
+  for (int64_t split : {1, 2, 8}) {
+    schedules.push_back(r.candidate->schedule);
+    schedules.back().loop_split = split;
+  }
+  const std::vector<Schedule> others = ScheduleSpread(c.region, r.candidate->schedule, spread);
+  schedules.insert(schedules.end(), others.begin() + 1, others.end());
+  for (const Schedule& s : schedules) {
+    Candidate candidate = *r.candidate;
+    candidate.schedule = s;
+    absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    if (!ugraph::Validate(*graph).ok()) continue;  // no grid axis left for the split
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
+    if (!source.ok()) continue;  // tiles past shared memory: the search skips these too
+    runs.split += s.loop_split > 1;
+    runs.tensor_cores += source->matmul_path == codegen::MatmulPath::kTensorCores;
+    EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
+        << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
+  }
+}
+
 TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
   // batch, queries, head dim, keys.
   const std::vector<std::array<int64_t, 4>> shapes = {
       {3, 1, 16, 300}, {2, 17, 64, 4097}, {1, 3, 128, 1000}, {5, 127, 32, 513}, {64, 1, 128, 4096}};
-  int split_runs = 0, tensor_core_runs = 0;
+  Runs runs;
   for (const auto& [b, q, d, keys] : shapes) {
     for (DType dtype : {DType::kF16, DType::kF32}) {
       SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
-      const FusedCase c = AttentionCase(b, q, d, keys, dtype);
-      SearchOptions options;  // the cost model chooses; other schedules are run below
-      options.budget_seconds = 8;
-      SearchResult r = ValueOrFail(Superoptimize(c.region, options));
-      ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-      const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2;
-      // The chosen schedule split 1, 2 and 8 ways, then a spread of the
-      // others (query tiles of 1 to 64 rows with tails, key tiles, splits).
-      std::vector<Schedule> schedules;
-      for (int64_t split : {1, 2, 8}) {
-        schedules.push_back(r.candidate->schedule);
-        schedules.back().loop_split = split;
-      }
-      const std::vector<Schedule> spread = ScheduleSpread(c.region, r.candidate->schedule, 6);
-      schedules.insert(schedules.end(), spread.begin() + 1, spread.end());
-      for (const Schedule& s : schedules) {
-        Candidate candidate = *r.candidate;
-        candidate.schedule = s;
-        absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
-        ASSERT_TRUE(graph.ok()) << graph.status();
-        if (!ugraph::Validate(*graph).ok()) continue;  // no grid axis left for the split
-        absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
-        if (!source.ok()) continue;  // tiles past shared memory: the search skips these too
-        split_runs += s.loop_split > 1;
-        tensor_core_runs += source->matmul_path == codegen::MatmulPath::kTensorCores;
-        EXPECT_EQ(RunAgainstReference(*executor, c, *graph, tolerance), 0)
-            << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
-      }
+      RunSchedules(*executor, AttentionCase(b, q, d, keys, dtype), dtype, 6, runs);
     }
   }
-  EXPECT_GE(split_runs, 8) << "the decode shapes (one query) split their keys";
-  EXPECT_GE(tensor_core_runs, 6) << "f16 products on tensor cores";
+  EXPECT_GE(runs.split, 8) << "the decode shapes (one query) split their keys";
+  EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
+}
+
+// QK-norm fused into attention (Q normalized before the loop, K each step).
+TEST(GpuAttention, QkNormMatchesTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  const std::vector<std::array<int64_t, 4>> shapes = {{3, 1, 16, 300}, {2, 17, 64, 4097}, {1, 127, 128, 513}};
+  Runs runs;
+  for (const auto& [b, q, d, keys] : shapes) {
+    for (DType dtype : {DType::kF16, DType::kF32}) {
+      SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
+      RunSchedules(*executor, QkNormAttentionCase(b, q, d, keys, dtype), dtype, 3, runs);
+    }
+  }
+  EXPECT_GE(runs.split, 6);
 }
 
 }  // namespace

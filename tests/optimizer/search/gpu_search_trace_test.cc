@@ -32,7 +32,8 @@ class GpuSearchTrace : public ::testing::Test {
 };
 
 TEST_F(GpuSearchTrace, FusedCasesRunAsOneSearchedKernel) {
-  for (const std::string& name : {"rmsnorm_linear_bs1", "gated_mlp_bs8", "lora_r16"}) {
+  for (const std::string& name :
+       {"rmsnorm_linear_bs1", "gated_mlp_bs8", "lora_r16", "seed_attention", "qknorm_gqa_bs1"}) {
     SCOPED_TRACE(name);
     search::FusedCase gpu = testing::ValueOrFail(search::MakeFusedCase(name, Device::Cuda()));
     search::FusedCase cpu = testing::ValueOrFail(search::MakeFusedCase(name, Device::Cpu()));
