@@ -85,25 +85,42 @@ void TiledGenerator::PlanFlushScratch() {
   }
 }
 
+bool TiledGenerator::ComputedB(int i) const {
+  const TileOp& op = b_.tile_ops[i];
+  const int a = op.args[0], bm = op.args[1];
+  const TileOp::Kind kind = b_.tile_ops[bm].kind;
+  if (a == bm || kind == TileOp::Kind::kInput || kind == TileOp::Kind::kConstant || fused_into_[bm] >= 0) return false;
+  if (b_.tile_ops[a].kind == TileOp::Kind::kConstant || DTypeSize(op.dtype) != 2) return false;
+  return IsMatrix(i) && IsMatrix(a) && IsMatrix(bm);
+}
+
 void TiledGenerator::PlanStepMma(const std::vector<int>& uses) {
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
-    if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] >= 0 || !DirectB(static_cast<int>(i), uses)) continue;
-    if (PlanMma(static_cast<int>(i), /*step=*/true)) PlanARing(static_cast<int>(i));
+    if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] >= 0) continue;
+    const bool ring = DirectB(static_cast<int>(i), uses);
+    if (!ring && !ComputedB(static_cast<int>(i))) continue;
+    matmuls_[i].b_tile = !ring;
+    if (PlanMma(static_cast<int>(i), /*step=*/true)) {
+      PlanARing(static_cast<int>(i));
+    } else {
+      matmuls_[i].b_tile = false;
+    }
   }
 }
 
 bool TiledGenerator::PlanMma(int i, bool step) {
   const TileOp& op = b_.tile_ops[i];
   const int a = op.args[0], bm = op.args[1];
+  const bool b_tile = matmuls_[i].b_tile;
   InputPlan& in = inputs_[bm];
-  if (!in.ring || DTypeSize(in.dtype) != 2 || op.dtype != in.dtype) return false;
+  if (!b_tile && (!in.ring || DTypeSize(in.dtype) != 2 || op.dtype != in.dtype)) return false;
   const int64_t rows = RowAxis(i).size, cols = ColAxis(i).size, depth = ColAxis(a).size;
-  const int64_t vectors = in.task_sizes.back(), warps = b_.threads / 32;
-  if (rows > 128 || depth % 16 != 0 || RowAxis(bm).size != depth || vectors % 8 != 0 ||
-      cols != vectors * in.width || b_.threads % 32 != 0) {
+  const int64_t warps = b_.threads / 32;
+  if (rows > 128 || depth % 16 != 0 || RowAxis(bm).size != depth || cols % 8 != 0 || b_.threads % 32 != 0) {
     return false;
   }
+  if (!b_tile && (in.task_sizes.back() % 8 != 0 || cols != in.task_sizes.back() * in.width)) return false;
   const int64_t n8s = cols / 8, m16s = (rows + 15) / 16, tiles = n8s * m16s;
   if (tiles >= warps ? tiles % warps != 0 : warps % tiles != 0) return false;
   if (tiles / warps > 8) return false;  // 32 accumulator registers
@@ -120,7 +137,7 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   plan.rows = rows;
   plan.cols = cols;
   plan.depth = depth;
-  in.direct = in.swizzle = in.cross_read = true;
+  if (!b_tile) in.direct = in.swizzle = in.cross_read = true;
   registers_ += 4 * plan.per_warp + 12;
   return true;
 }
@@ -217,11 +234,32 @@ void TiledGenerator::EmitMmaA(int i) {
   }
 }
 
+void TiledGenerator::EmitMmaB(int i, const std::string& v) {
+  const TileOp& op = b_.tile_ops[i];
+  const MatmulPlan& plan = matmuls_[i];
+  const int bm = op.args[1];
+  e_.Line("unsigned fb[2];");
+  if (!plan.b_tile) {
+    const int64_t vectors = inputs_[bm].task_sizes.back();
+    e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", vectors, " + ", v)), ");");
+    return;
+  }
+  // Rows t2, t2 + 1 (and + 8) of k chunk c, column g of n8 tile v; rows
+  // past the in-range k are zeros (A's are too, and inf * 0 is NaN).
+  const std::string k_length = Length(RowAxis(bm)), pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
+  e_.Linef("const float* pb = ", Buffer(bm), " + (c * 16 + t2) * ", plan.cols, " + ", v, " * 8 + g;");
+  const auto element = [&](int row) {
+    return absl::StrCat("c * 16 + t2 + ", row, " < ", k_length, " ? pb[", row * plan.cols, "] : 0.0f");
+  };
+  e_.Linef("fb[0] = ", pack, "(", element(0), ", ", element(1), ");");
+  e_.Linef("fb[1] = ", pack, "(", element(8), ", ", element(9), ");");
+}
+
 void TiledGenerator::EmitMmaMatmul(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];
-  const int64_t v = inputs_[bm].task_sizes.back(), warps = b_.threads / 32, tiles = plan.n8s * plan.m16s;
+  const int64_t warps = b_.threads / 32, tiles = plan.n8s * plan.m16s;
   if (!plan.a_ring) Read(a, false);
   Read(bm, false);  // other threads' copies into the ring
   if (plan.step) Read(i, false);
@@ -250,8 +288,7 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
   DeclareMmaTile(i);
   if (!shared_a) EmitMmaA(i);
-  e_.Line("unsigned fb[2];");
-  e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", v, " + v")), ");");
+  EmitMmaB(i, "v");
   e_.Linef("mma_", DTypeSuffix(op.dtype), "(", d, "[j], fa, fb);");
   e_.Close();
   e_.Close();

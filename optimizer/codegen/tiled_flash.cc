@@ -91,6 +91,7 @@ void TiledGenerator::EmitFlashStep() {
   const int64_t warps = b_.threads / 32;
   const std::string keys = Length(ColAxis(flash_.exp));
   if (!s.a_ring) Read(s_op.args[0], false);
+  if (s.b_tile) Read(k_tile, false);
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
            flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
@@ -106,9 +107,7 @@ void TiledGenerator::EmitFlashStep() {
   EmitMmaA(flash_.scores);
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
-  e_.Line("unsigned fb[2];");
-  e_.Linef("load_b_fragment_trans(fb, &", RingSlot(k_tile, "stage", absl::StrCat("k * ", inputs_[k_tile].task_sizes.back(), " + v")),
-           ");");
+  EmitMmaB(flash_.scores, "v");
   e_.Linef("mma_", DTypeSuffix(s_op.dtype), "(sc[v], fa, fb);");
   e_.Close();
   e_.Close();

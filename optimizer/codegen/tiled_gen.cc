@@ -238,11 +238,12 @@ void TiledGenerator::PlanNeeded() {
       needed_[fused_from_[i]] = true;
       continue;
     }
-    // A direct matmul reads B from registers or the ring, and A too where
-    // it can.
+    // A direct matmul reads B from registers or the ring (a step's product
+    // reads a computed B from its tile), and A too where it can.
     const MatmulPlan* plan = op.kind == TileOp::Kind::kMatmul ? &matmuls_[i] : nullptr;
     for (size_t k = 0; k < op.args.size(); ++k) {
-      if (plan != nullptr && (plan->direct || plan->step) && (k == 1 || plan->a_ring)) continue;
+      const bool b_elsewhere = k == 1 && !(plan != nullptr && plan->b_tile);
+      if (plan != nullptr && (plan->direct || plan->step) && (b_elsewhere || (k == 0 && plan->a_ring))) continue;
       needed_[op.args[k]] = true;
     }
   }
@@ -362,7 +363,7 @@ void TiledGenerator::OpenRowFold(int x, int axis, bool max) {
       inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
                  : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
   const std::string fold = max ? absl::StrCat("v = fmaxf(v, ", element, ");") : absl::StrCat("v += ", element, ";");
-  const bool warp = FoldsByWarp(size);
+  const bool warp = FoldsByWarp(x, axis);
   e_.Open(warp ? absl::StrCat("for (int o = threadIdx.x / 32; o < ", rows, "; o += ", b_.threads / 32, ")")
                : absl::StrCat("for (int o = threadIdx.x; o < ", rows, "; o += ", b_.threads, ")"));
   e_.Linef("float v = ", max ? "no_shift()" : "0.0f", ";");
@@ -390,7 +391,7 @@ void TiledGenerator::EmitReduce(int i) {
   const int target = fused_into_[i] >= 0 ? fused_into_[i] : i;
   const std::string what = target == i ? "" : absl::StrCat(", added to x", target);
   // A warp per output writes it from lane 0, not from thread l.
-  const bool linear = !FoldsByWarp(tiles_[x].axes[op.axis].size);
+  const bool linear = !FoldsByWarp(x, op.axis);
   Read(x, false);
   Read(target, linear);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what, linear ? "" : ": a warp per output");

@@ -169,7 +169,15 @@ class TiledGenerator {
   // neighbouring elements, then combine), else a thread per row. Opens the
   // loop over rows `o` and a block where one thread holds the row's `v`;
   // CloseRowFold closes both.
-  static bool FoldsByWarp(int64_t size) { return size >= 32; }
+  // Whether a fold of tile x along `axis` takes a warp per output (lanes
+  // along the axis, then shuffles): where the axis is long and its
+  // elements adjacent. Along an outer axis (a column sum: QK-norm's rms of
+  // K over its head dim) the lanes would all hit one bank, so a thread
+  // takes each output and adjacent threads read adjacent elements.
+  bool FoldsByWarp(int x, int axis) const {
+    const std::vector<int64_t> sizes = Sizes(tiles_[x]);
+    return sizes[axis] >= 32 && Product(sizes, axis + 1, sizes.size()) == 1;
+  }
   void OpenRowFold(int x, int axis, bool max);
   void CloseRowFold();
   void EmitAccumulate(int i);
@@ -280,6 +288,10 @@ class TiledGenerator {
     bool step = false;
     // Floats of scratch its flush after the loop takes (direct only).
     int64_t flush = 0;
+    // A step's product whose B is a computed f32 tile (QK-norm's
+    // normalized K), not a ring tile: B's fragments from that tile,
+    // rounded to the product's dtype.
+    bool b_tile = false;
   };
   // A matmul summed into an accumulator whose B is a loop tile that only
   // it reads, loaded as 16-byte vectors along N, with few rows of A: each
@@ -306,6 +318,9 @@ class TiledGenerator {
   // Whether matmul i's B is a 16-bit ring tile that only it reads, its
   // vectors along N, in the product's dtype (what the direct forms need).
   bool DirectB(int i, const std::vector<int>& uses) const;
+  // Whether matmul i, with 16-bit operands, reads a computed matrix tile
+  // as B (a step's product may take it from its f32 tile).
+  bool ComputedB(int i) const;
   // Tile x as a matrix: all axes but the last two have size 1 (a batch
   // tiled one per block). Its rows and columns axes.
   bool IsMatrix(int x) const;
@@ -336,6 +351,9 @@ class TiledGenerator {
   bool SharedA(int i) const;
   // Declares `fa`, A's fragment of matmul i at rows m0 and k chunk c.
   void EmitMmaA(int i);
+  // Declares `fb`, B's fragment of matmul i at k chunk c (`k` the lane's
+  // ldmatrix row) and n8 column `v`.
+  void EmitMmaB(int i, const std::string& v);
   // The online softmax with rows owned by warps (tiled_flash.cc): the
   // step's scores product, its stable exp, the rescaled product and row
   // sum that read it, all in registers. Ops by index, -1: none.
