@@ -64,6 +64,10 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.pv = pv;
     flash_.sum = sum;
     registers_ += 4 * (s_plan.n8s + pv_plan.n8s) + 8;
+    const int a = b_.tile_ops[s].args[0], b1 = b_.tile_ops[s].args[1];
+    flash_.a_registers =
+        phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
+    if (flash_.a_registers) registers_ += 4 * s_plan.depth / 16;
     return;
   }
 }
@@ -80,6 +84,24 @@ void TiledGenerator::DeclareFlash() {
            "'s accumulator fragments: this warp's 16 rows");
   e_.Linef("float run_max[2] = {no_shift(), no_shift()}, run_sum[2] = {0.0f, 0.0f};  // rows g and g + 8, x",
            flash_.exp, "'s");
+  if (!flash_.a_registers) return;
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  const int a = b_.tile_ops[flash_.scores].args[0];
+  const int64_t chunks = s.depth / 16, warps = b_.threads / 32;
+  Read(a, false);
+  e_.Linef("unsigned qa[", chunks, "][4];  // x", flash_.scores, "'s A fragments (x", a,
+           ", the same every step): this warp's 16 rows");
+  e_.Open("");
+  DeclareMmaLane();
+  if (s.m16s < warps) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
+  e_.Line("const int m0 = warp * 16;");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+  EmitMmaA(flash_.scores);
+  e_.Line("for (int h = 0; h < 4; ++h) qa[c][h] = fa[h];");
+  e_.Close();
+  if (s.m16s < warps) e_.Close();
+  e_.Close();
 }
 
 void TiledGenerator::EmitFlashStep() {
@@ -102,9 +124,14 @@ void TiledGenerator::EmitFlashStep() {
   e_.Line("const int m0 = warp * 16;");
   // 1. S = A @ B1: the warp's 16 rows, all columns.
   e_.Linef("float sc[", s.n8s, "][4] = {};");
+  if (flash_.a_registers) e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
   e_.Line("const int k = c * 16 + (lane & 15);");
-  EmitMmaA(flash_.scores);
+  if (flash_.a_registers) {
+    e_.Line("const unsigned* fa = qa[c];");
+  } else {
+    EmitMmaA(flash_.scores);
+  }
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
   EmitMmaB(flash_.scores, "v");

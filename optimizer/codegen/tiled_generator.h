@@ -359,6 +359,10 @@ class TiledGenerator {
   // sum that read it, all in registers. Ops by index, -1: none.
   struct FlashPlan {
     int scores = -1, exp = -1, pv = -1, sum = -1;
+    // The scores' A (Q) is computed before the loop and its depth is read
+    // whole: each warp loads its fragments into registers once, not at
+    // every step (FlashAttention's Q in registers).
+    bool a_registers = false;
   };
   FlashPlan flash_;
   void PlanFlash(const std::vector<int>& uses);
