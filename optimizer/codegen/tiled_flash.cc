@@ -18,6 +18,8 @@
 // factor from the same helpers (tiles/math.cuh), P rounded to the
 // product's dtype for P@V and summed unrounded, columns past the step's
 // keys left out of the max and the sum and zero in P.
+#include <functional>
+
 #include "optimizer/codegen/tiled_generator.h"
 
 namespace kiln::codegen::tiled_internal {
@@ -133,19 +135,31 @@ void TiledGenerator::EmitFlashStep() {
     EmitMmaA(flash_.scores);
   }
   e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
-  EmitMmaB(flash_.scores, "v");
-  e_.Linef("mma_", DTypeSuffix(s_op.dtype), "(sc[v], fa, fb);");
-  e_.Close();
+  EmitFlashProducts(flash_.scores, "sc");
   e_.Close();
   // 2. The rows' max over this step's columns (a quad holds a row), the
   // running max and the factor the sums so far take.
+  // Columns past the step's keys (the last step's tail) are left out; a
+  // full step, every step but that one, skips the compares.
+  const std::string full = absl::StrCat(keys, " == ", s.cols);
+  // (`in_range` empty: every column is.)
+  const auto by_fullness = [&](const std::function<void(const std::string& in_range)>& emit) {
+    e_.Open(absl::StrCat("if (", full, ")"));
+    emit("");
+    e_.Close();
+    e_.Open("else");
+    emit(absl::StrCat("v * 8 + t2 + (h & 1) < ", keys));
+    e_.Close();
+  };
   e_.Line("float top[2] = {no_shift(), no_shift()};");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
-  e_.Line("#pragma unroll");
-  e_.Linef("for (int h = 0; h < 4; ++h) if (v * 8 + t2 + (h & 1) < ", keys, ") top[h >> 1] = fmaxf(top[h >> 1], sc[v][h]);");
-  e_.Close();
+  by_fullness([&](const std::string& in_range) {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int h = 0; h < 4; ++h) ", in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "),
+             "top[h >> 1] = fmaxf(top[h >> 1], sc[v][h]);");
+    e_.Close();
+  });
   e_.Line("float factor[2];");
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
@@ -158,15 +172,18 @@ void TiledGenerator::EmitFlashStep() {
   e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv,
            "[v][h] *= factor[h >> 1];");
   // 3. P = exp(S - max), zero past the step's columns; the row sums.
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
-  e_.Line("#pragma unroll");
-  e_.Open("for (int h = 0; h < 4; ++h)");
-  e_.Linef("const float pe = v * 8 + t2 + (h & 1) < ", keys, " ? stable_exp(sc[v][h], run_max[h >> 1]) : 0.0f;");
-  e_.Line("sc[v][h] = pe;");
-  e_.Line("run_sum[h >> 1] += pe;");
-  e_.Close();
-  e_.Close();
+  by_fullness([&](const std::string& in_range) {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
+    e_.Line("#pragma unroll");
+    e_.Open("for (int h = 0; h < 4; ++h)");
+    const std::string exp = "stable_exp(sc[v][h], run_max[h >> 1])";
+    e_.Linef("const float pe = ", in_range.empty() ? exp : absl::StrCat(in_range, " ? ", exp, " : 0.0f"), ";");
+    e_.Line("sc[v][h] = pe;");
+    e_.Line("run_sum[h >> 1] += pe;");
+    e_.Close();
+    e_.Close();
+  });
   // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
   e_.Line("#pragma unroll");
@@ -177,15 +194,32 @@ void TiledGenerator::EmitFlashStep() {
   e_.Linef("fa[2] = ", pack, "(sc[2 * c + 1][0], sc[2 * c + 1][1]);");
   e_.Linef("fa[3] = ", pack, "(sc[2 * c + 1][2], sc[2 * c + 1][3]);");
   e_.Line("const int k = c * 16 + (lane & 15);");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int v = 0; v < ", pv.n8s, "; ++v)"));
-  e_.Line("unsigned fb[2];");
-  e_.Linef("load_b_fragment_trans(fb, &",
-           RingSlot(v_tile, "stage", absl::StrCat("k * ", inputs_[v_tile].task_sizes.back(), " + v")), ");");
-  e_.Linef("mma_", DTypeSuffix(pv_op.dtype), "(o", flash_.pv, "[v], fa, fb);");
-  e_.Close();
+  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv));
   e_.Close();
   if (s.m16s < warps) e_.Close();
+  e_.Close();
+}
+
+void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc) {
+  const TileOp& op = b_.tile_ops[mm];
+  const MatmulPlan& plan = matmuls_[mm];
+  const std::string mma = absl::StrCat("mma_", DTypeSuffix(op.dtype));
+  e_.Line("#pragma unroll");
+  if (plan.b_tile || plan.n8s % 2 != 0) {
+    e_.Open(absl::StrCat("for (int v = 0; v < ", plan.n8s, "; ++v)"));
+    EmitMmaB(mm, "v");
+    e_.Linef(mma, "(", acc, "[v], fa, fb);");
+    e_.Close();
+    return;
+  }
+  // Two columns of tiles per ldmatrix (lanes 16-31 address the second).
+  const int b = op.args[1];
+  e_.Open(absl::StrCat("for (int v = 0; v < ", plan.n8s, "; v += 2)"));
+  e_.Line("unsigned fb[4];");
+  e_.Linef("load_b_fragments_trans_x2(fb, &",
+           RingSlot(b, "stage", absl::StrCat("k * ", inputs_[b].task_sizes.back(), " + v + (lane >> 4)")), ");");
+  e_.Linef(mma, "(", acc, "[v], fa, fb);");
+  e_.Linef(mma, "(", acc, "[v + 1], fa, fb + 2);");
   e_.Close();
 }
 

@@ -364,6 +364,9 @@ class TiledGenerator {
     // every step (FlashAttention's Q in registers).
     bool a_registers = false;
   };
+  // One k chunk of flash product mm into the fragments `acc`[v] (A in
+  // `fa`): B's fragments two columns of tiles per ldmatrix from the ring.
+  void EmitFlashProducts(int mm, const std::string& acc);
   FlashPlan flash_;
   void PlanFlash(const std::vector<int>& uses);
   // After PlanNeeded: the scores and exponentials need no tiles.

@@ -59,6 +59,16 @@ __device__ __forceinline__ void load_b_fragment_trans(unsigned b[2], const void*
                : "r"(address));
 }
 
+// The B fragments of two adjacent n8 columns of tiles at once: lanes 0-15
+// give rows 0-15 of the first (as above), lanes 16-31 those of the second;
+// b[0..1] is the first's fragment, b[2..3] the second's.
+__device__ __forceinline__ void load_b_fragments_trans_x2(unsigned b[4], const void* row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(address));
+}
+
 // A 16x16 A fragment straight from a row-major 16-bit tile in shared
 // memory (ldmatrix): lane q * 8 + r gives the address of 8x8 matrix q's row
 // r, 16 bytes aligned, the matrices in fragment order (rows 0-7 and 8-15 of
