@@ -1,6 +1,7 @@
 #include "optimizer/search/superoptimize.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -174,10 +175,12 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     double rate = kFlops;
     switch (source->matmul_path) {
       case codegen::MatmulPath::kTensorCores:
-        // mma.sync's latency is hidden by other warps: about 300 TFLOP/s
-        // with 32 issuing per SM, in proportion with fewer (the online
-        // softmax with 4 warps of 8 issuing ran at about 45 on an H100).
-        rate = 300e12 * std::min(1.0, resident * static_cast<double>(source->mma_warps) / 32.0);
+        // mma.sync's latency is hidden by other warps, and each warp's
+        // other instructions by the rest: the flash path's steps ran at
+        // about 70 TFLOP/s with 4 warps issuing and 99 with 8 on an H100
+        // (gqa_bs8, query tiles of 64 and 128 rows), so as the square root
+        // of the warps, to 200 with 32.
+        rate = 200e12 * std::sqrt(std::min(1.0, resident * static_cast<double>(source->mma_warps) / 32.0));
         break;
       case codegen::MatmulPath::kRegisters: rate = 25e12; break;
       case codegen::MatmulPath::kSharedMemory: rate = 10e12; break;
@@ -187,8 +190,16 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     // Each loop step ends in a barrier (CostConstants::step_us per step and
     // wave); a step of several barriers is a chain of phases per block,
     // overlapped with the memory traffic but not hidden by it.
+    // A phase passes over the step's largest computed tile: its cost grows
+    // with the elements each thread takes past two.
+    double step_elements = 0;
+    for (size_t i = 0; i < b.tile_ops.size(); ++i) {
+      if (!(*tiles)[i].in_loop || b.tile_ops[i].kind == ugraph::TileOp::Kind::kInput) continue;
+      step_elements = std::max(step_elements, static_cast<double>((*tiles)[i].elements()));
+    }
+    const double per_phase = constants.phase_us * std::max(1.0, step_elements / b.threads / 2.0);
     const double phases_us =
-        constants.phase_us * static_cast<double>(std::max<int64_t>(0, source->step_barriers - 1)) * steps * waves;
+        per_phase * static_cast<double>(std::max<int64_t>(0, source->step_barriers - 1)) * steps * waves;
     total += constants.launch_us + std::max({memory_us, compute_us, phases_us}) + constants.step_us * steps * waves +
              combine_us;
   }

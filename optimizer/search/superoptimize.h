@@ -90,7 +90,9 @@ struct CostConstants {
   // dependent phases within the block (the online softmax's product, max,
   // exponentials and sums) that other blocks' loads do not hide. Set from
   // one timing, not fitted: gqa_bs1 with 4 query rows a block took about
-  // 1 us a step of 5 barriers on the H100 (68 us, 64 steps).
+  // 1 us a step of 5 barriers on the H100 (68 us, 64 steps). Scaled by
+  // the step's elements per thread past two (EstimateMicroseconds): query
+  // tiles of 16 rows and 128 keys took about 1 us a phase (gqa_bs8).
   double phase_us = 0.25;
   double combine_us = 4;           // a split loop's combine
   double launch_us = 3;
