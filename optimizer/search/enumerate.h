@@ -7,6 +7,9 @@
 // each program is produced once. Every prefix is validated as it grows
 // (shapes, loop placement) and pruned unless each new tile's abstract
 // expression is a subexpression of the region's (abstract_check.h).
+// Normalizations of inputs whose sums run over axes read whole (QK-norm's
+// rms of Q and K) are fixed ops computed where their inputs are read; the
+// search builds on their results as leaves (see Normalizations).
 #ifndef KILN_OPTIMIZER_SEARCH_ENUMERATE_H_
 #define KILN_OPTIMIZER_SEARCH_ENUMERATE_H_
 
