@@ -111,7 +111,7 @@ void TiledGenerator::EmitFlashStep() {
   const MatmulPlan& pv = matmuls_[flash_.pv];
   const TileOp& s_op = b_.tile_ops[flash_.scores];
   const TileOp& pv_op = b_.tile_ops[flash_.pv];
-  const int k_tile = s_op.args[1], v_tile = pv_op.args[1];
+  const int k_tile = s_op.args[1];
   const int64_t warps = b_.threads / 32;
   const std::string keys = Length(ColAxis(flash_.exp));
   if (!s.a_ring) Read(s_op.args[0], false);
@@ -134,7 +134,6 @@ void TiledGenerator::EmitFlashStep() {
   } else {
     EmitMmaA(flash_.scores);
   }
-  e_.Line("#pragma unroll");
   EmitFlashProducts(flash_.scores, "sc");
   e_.Close();
   // 2. The rows' max over this step's columns (a quad holds a row), the

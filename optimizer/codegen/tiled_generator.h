@@ -164,20 +164,19 @@ class TiledGenerator {
   void EmitElementwise(int i);
   void EmitMatmul(int i);
   void EmitReduce(int i);
-  // Folds each row of tile x along `axis` (sum, or max from -inf) into
-  // `v`: a warp per row when the axis has 32 elements or more (lanes read
-  // neighbouring elements, then combine), else a thread per row. Opens the
-  // loop over rows `o` and a block where one thread holds the row's `v`;
-  // CloseRowFold closes both.
   // Whether a fold of tile x along `axis` takes a warp per output (lanes
-  // along the axis, then shuffles): where the axis is long and its
-  // elements adjacent. Along an outer axis (a column sum: QK-norm's rms of
-  // K over its head dim) the lanes would all hit one bank, so a thread
+  // along the axis, then shuffles): where the axis has 32 elements or more
+  // and they are adjacent. Along an outer axis (a column sum: QK-norm's rms
+  // of K over its head dim) the lanes would all hit one bank, so a thread
   // takes each output and adjacent threads read adjacent elements.
   bool FoldsByWarp(int x, int axis) const {
     const std::vector<int64_t> sizes = Sizes(tiles_[x]);
     return sizes[axis] >= 32 && Product(sizes, axis + 1, sizes.size()) == 1;
   }
+  // Folds each row of tile x along `axis` (sum, or max from -inf) into
+  // `v`, by warp or by thread (FoldsByWarp). Opens the loop over rows `o`
+  // and a block where one thread holds the row's `v`; CloseRowFold closes
+  // both.
   void OpenRowFold(int x, int axis, bool max);
   void CloseRowFold();
   void EmitAccumulate(int i);

@@ -33,6 +33,16 @@ SearchResult Search(const Region& region) {
   return ValueOrFail(Superoptimize(region, options));
 }
 
+// The search's candidate for the case, which passes the field tests (seed
+// `seed`); an empty one, with a failure, if none was found.
+Candidate FoundAndVerified(const FusedCase& c, uint64_t seed) {
+  SearchResult r = Search(c.region);
+  EXPECT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  if (!r.candidate) return {};
+  EXPECT_TRUE(ValueOrFail(VerifyOverFiniteFields(c.region, *r.candidate, 3, seed))) << r.report.chosen_text;
+  return *r.candidate;
+}
+
 TEST(AttentionSearch, TheRegionKeepsSoftmaxAsAStableExp) {
   FusedCase c = AttentionCase(2, 5, 8, 33);
   int stable = 0, max_ops = 0;
@@ -145,18 +155,15 @@ TEST(AttentionSearch, QkNormIsFusedIntoTheKernel) {
 // with Q's rsqrt dropped, fails over the finite fields.
 TEST(AttentionSearch, VerificationRejectsAWrongQkNorm) {
   FusedCase c = QkNormAttentionCase(2, 5, 8, 300);
-  SearchResult r = Search(c.region);
-  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-  const Candidate good = *r.candidate;
-  EXPECT_TRUE(ValueOrFail(VerifyOverFiniteFields(c.region, good, 3, 31)));
+  const Candidate good = FoundAndVerified(c, 31);
   int k_sum = -1, q_rsqrt = -1;
   for (size_t i = 0; i < good.ops.size(); ++i) {
     const TileOp& op = good.ops[i].op;
     if (op.kind == TileOp::Kind::kReduceSum && op.axis == 1) k_sum = static_cast<int>(i);  // K's head dim
     if (op.kind == TileOp::Kind::kUnary && op.op == OpKind::kRsqrt && q_rsqrt < 0) q_rsqrt = static_cast<int>(i);
   }
-  ASSERT_GE(k_sum, 0) << r.report.chosen_text;
-  ASSERT_GE(q_rsqrt, 0) << r.report.chosen_text;
+  ASSERT_GE(k_sum, 0);
+  ASSERT_GE(q_rsqrt, 0);
   Candidate wrong_axis = good;
   wrong_axis.ops[k_sum].op.axis = 2;  // over the keys
   EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, wrong_axis, 3, 32)));
@@ -170,10 +177,7 @@ TEST(AttentionSearch, VerificationRejectsAWrongQkNorm) {
 // dropped rescale) fails, as does one where only the row sum drops it.
 TEST(AttentionSearch, VerificationRejectsADroppedRescale) {
   FusedCase c = AttentionCase(2, 5, 8, 300);
-  SearchResult r = Search(c.region);
-  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-  const Candidate good = *r.candidate;
-  EXPECT_TRUE(ValueOrFail(VerifyOverFiniteFields(c.region, good, 3, 21)));
+  const Candidate good = FoundAndVerified(c, 21);
   Candidate none = good;
   int accumulators = 0;
   for (CandidateOp& op : none.ops) {
@@ -181,7 +185,7 @@ TEST(AttentionSearch, VerificationRejectsADroppedRescale) {
     op.op.rescale = -1;
     ++accumulators;
   }
-  ASSERT_EQ(accumulators, 2) << r.report.chosen_text;
+  ASSERT_EQ(accumulators, 2);
   EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, none, 3, 22)));
   for (size_t i = 0; i < good.ops.size(); ++i) {
     if (good.ops[i].op.kind != TileOp::Kind::kAccumulate) continue;
