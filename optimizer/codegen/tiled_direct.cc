@@ -79,6 +79,10 @@ void TiledGenerator::PlanFlushScratch() {
     if (register_sum_[i] >= 0) flush = std::max(flush, inputs_[register_sum_[i]].tasks);
     if (matmuls_[i].direct && static_cast<int>(i) != flash_.pv) flush = std::max(flush, matmuls_[i].flush);
   }
+  if (flash_.keys_split) {
+    const MatmulPlan& pv = matmuls_[flash_.pv];
+    flush = std::max(flush, b_.threads / 32 * (32 + pv.rows * pv.cols));  // EmitKeysSplitFlush
+  }
   if (flush > 0) {
     direct_scratch_ = scratch_;
     scratch_ += flush;

@@ -4,7 +4,9 @@
 //   P = stable_exp(S)   along the loop axis (a running max)
 //   O += P @ B2         a direct tensor-core product, rescaled by P's max
 //   l += sum(P)         (optional) along the loop axis, rescaled too
-// and the query tile has more than one m16 slab of rows. The generic form
+// and the query tile has more than one m16 slab of rows, or one slab and
+// 16 keys a step per warp (decode: the warps share out the keys instead,
+// FlashDecoding within the block, and combine after the loop). The generic form
 // takes five barriers a step (S to shared memory, the max, the
 // exponentials, the products); here warp w keeps rows 16w..16w+15 of S, P,
 // O, the running max and the row sum in registers, the max and sum of a
@@ -40,10 +42,15 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     const MatmulPlan& s_plan = matmuls_[s];
     if (b_.tile_ops[s].kind != TileOp::Kind::kMatmul || !s_plan.step || uses[s] != 1) continue;
     if (exp.axis != static_cast<int>(tiles_[e].axes.size()) - 1) continue;  // along S's columns
-    // Rows: more than one slab (one slab runs faster on all warps in the
-    // generic form), at most one per warp.
-    if (s_plan.rows <= 16 || s_plan.m16s > warps || pv_plan.rows != s_plan.rows) continue;
-    if (s_plan.n8s % 2 != 0 || pv_plan.depth != s_plan.cols || s_plan.n8s + pv_plan.n8s > 32) continue;
+    // Rows: more than one slab, at most one per warp; or under 16 rows
+    // (decode) whose step has 16 keys per warp: each warp then takes its
+    // own keys. (Query tiles of 16 rows shared out that way ran at 20-300
+    // us on gqa_bs1 and gqa_bs8, against 24 and 45 with 64 rows owned by
+    // warps: each block reads all of K and V again.)
+    const bool keys_split = s_plan.rows < 16 && s_plan.n8s == 2 * warps && pv_plan.n8s <= 16;
+    if (!keys_split && (s_plan.rows <= 16 || s_plan.m16s > warps)) continue;
+    if (pv_plan.rows != s_plan.rows || s_plan.n8s % 2 != 0 || pv_plan.depth != s_plan.cols) continue;
+    if (!keys_split && s_plan.n8s + pv_plan.n8s > 32) continue;
     // P's readers: the product and at most one row sum into an
     // accumulator that follows the same max.
     int sum = -1;
@@ -65,7 +72,8 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.exp = e;
     flash_.pv = pv;
     flash_.sum = sum;
-    registers_ += 4 * (s_plan.n8s + pv_plan.n8s) + 8;
+    flash_.keys_split = keys_split;
+    registers_ += 4 * ((keys_split ? 2 : s_plan.n8s) + pv_plan.n8s) + 8;
     const int a = b_.tile_ops[s].args[0], b1 = b_.tile_ops[s].args[1];
     flash_.a_registers =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
@@ -93,16 +101,18 @@ void TiledGenerator::DeclareFlash() {
   Read(a, false);
   e_.Linef("unsigned qa[", chunks, "][4];  // x", flash_.scores, "'s A fragments (x", a,
            ", the same every step): this warp's 16 rows");
+  // (Split keys: every warp takes the one slab.)
+  const bool guard = !flash_.keys_split && s.m16s < warps;
   e_.Open("");
   DeclareMmaLane();
-  if (s.m16s < warps) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
-  e_.Line("const int m0 = warp * 16;");
+  if (guard) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
+  e_.Linef("const int m0 = ", flash_.keys_split ? "0" : "warp * 16", ";");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
   EmitMmaA(flash_.scores);
   e_.Line("for (int h = 0; h < 4; ++h) qa[c][h] = fa[h];");
   e_.Close();
-  if (s.m16s < warps) e_.Close();
+  if (guard) e_.Close();
   e_.Close();
 }
 
@@ -114,18 +124,22 @@ void TiledGenerator::EmitFlashStep() {
   const int k_tile = s_op.args[1];
   const int64_t warps = b_.threads / 32;
   const std::string keys = Length(ColAxis(flash_.exp));
+  const bool split = flash_.keys_split;
   if (!s.a_ring) Read(s_op.args[0], false);
   if (s.b_tile) Read(k_tile, false);
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
            flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
-           ": each warp 16 rows, in registers (no barrier)");
+           split ? ": each warp 16 keys" : ": each warp 16 rows", ", in registers (no barrier)");
   e_.Open("");
   DeclareMmaLane();
-  if (s.m16s < warps) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
-  e_.Line("const int m0 = warp * 16;");
-  // 1. S = A @ B1: the warp's 16 rows, all columns.
-  e_.Linef("float sc[", s.n8s, "][4] = {};");
+  // The warp's columns of S (n8 tiles): all, or its own 16 keys.
+  const int64_t sn = split ? 2 : s.n8s;
+  const std::string first = split ? "2 * warp" : "0", col0 = split ? "warp * 16 + " : "";
+  if (!split && s.m16s < warps) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
+  e_.Linef("const int m0 = ", split ? "0" : "warp * 16", ";");
+  // 1. S = A @ B1: the warp's 16 rows, its columns.
+  e_.Linef("float sc[", sn, "][4] = {};");
   if (flash_.a_registers) e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
   e_.Line("const int k = c * 16 + (lane & 15);");
@@ -134,7 +148,7 @@ void TiledGenerator::EmitFlashStep() {
   } else {
     EmitMmaA(flash_.scores);
   }
-  EmitFlashProducts(flash_.scores, "sc");
+  EmitFlashProducts(flash_.scores, "sc", sn, first);
   e_.Close();
   // 2. The rows' max over this step's columns (a quad holds a row), the
   // running max and the factor the sums so far take.
@@ -147,13 +161,13 @@ void TiledGenerator::EmitFlashStep() {
     emit("");
     e_.Close();
     e_.Open("else");
-    emit(absl::StrCat("v * 8 + t2 + (h & 1) < ", keys));
+    emit(absl::StrCat(col0, "v * 8 + t2 + (h & 1) < ", keys));
     e_.Close();
   };
   e_.Line("float top[2] = {no_shift(), no_shift()};");
   by_fullness([&](const std::string& in_range) {
     e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
+    e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
     e_.Line("#pragma unroll");
     e_.Linef("for (int h = 0; h < 4; ++h) ", in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "),
              "top[h >> 1] = fmaxf(top[h >> 1], sc[v][h]);");
@@ -173,7 +187,7 @@ void TiledGenerator::EmitFlashStep() {
   // 3. P = exp(S - max), zero past the step's columns; the row sums.
   by_fullness([&](const std::string& in_range) {
     e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int v = 0; v < ", s.n8s, "; ++v)"));
+    e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
     e_.Line("#pragma unroll");
     e_.Open("for (int h = 0; h < 4; ++h)");
     const std::string exp = "stable_exp(sc[v][h], run_max[h >> 1])";
@@ -186,43 +200,105 @@ void TiledGenerator::EmitFlashStep() {
   // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
   e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int c = 0; c < ", s.n8s / 2, "; ++c)"));
+  e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
   e_.Line("unsigned fa[4];");
   e_.Linef("fa[0] = ", pack, "(sc[2 * c][0], sc[2 * c][1]);");
   e_.Linef("fa[1] = ", pack, "(sc[2 * c][2], sc[2 * c][3]);");
   e_.Linef("fa[2] = ", pack, "(sc[2 * c + 1][0], sc[2 * c + 1][1]);");
   e_.Linef("fa[3] = ", pack, "(sc[2 * c + 1][2], sc[2 * c + 1][3]);");
-  e_.Line("const int k = c * 16 + (lane & 15);");
-  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv));
+  e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
+  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), pv.n8s, "0");
   e_.Close();
-  if (s.m16s < warps) e_.Close();
+  if (!split && s.m16s < warps) e_.Close();
   e_.Close();
 }
 
-void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc) {
+void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first) {
   const TileOp& op = b_.tile_ops[mm];
   const MatmulPlan& plan = matmuls_[mm];
   const std::string mma = absl::StrCat("mma_", DTypeSuffix(op.dtype));
   e_.Line("#pragma unroll");
-  if (plan.b_tile || plan.n8s % 2 != 0) {
-    e_.Open(absl::StrCat("for (int v = 0; v < ", plan.n8s, "; ++v)"));
-    EmitMmaB(mm, "v");
+  if (plan.b_tile || count % 2 != 0) {
+    e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; ++v)"));
+    EmitMmaB(mm, absl::StrCat("(", first, " + v)"));
     e_.Linef(mma, "(", acc, "[v], fa, fb);");
     e_.Close();
     return;
   }
   // Two columns of tiles per ldmatrix (lanes 16-31 address the second).
   const int b = op.args[1];
-  e_.Open(absl::StrCat("for (int v = 0; v < ", plan.n8s, "; v += 2)"));
+  e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; v += 2)"));
   e_.Line("unsigned fb[4];");
   e_.Linef("load_b_fragments_trans_x2(fb, &",
-           RingSlot(b, "stage", absl::StrCat("k * ", inputs_[b].task_sizes.back(), " + v + (lane >> 4)")), ");");
+           RingSlot(b, "stage", absl::StrCat("k * ", inputs_[b].task_sizes.back(), " + ", first, " + v + (lane >> 4)")),
+           ");");
   e_.Linef(mma, "(", acc, "[v], fa, fb);");
   e_.Linef(mma, "(", acc, "[v + 1], fa, fb + 2);");
   e_.Close();
 }
 
+void TiledGenerator::EmitKeysSplitFlush() {
+  const MatmulPlan& pv = matmuls_[flash_.pv];
+  const int out = fused_into_[flash_.pv];
+  const int64_t warps = b_.threads / 32, rows = pv.rows, cols = pv.cols;
+  const std::string part = FlushScratch();
+  // Scratch: each warp's running max and row sum of its 16 rows, then its
+  // sums of the in-range rows.
+  const auto max_of = [&](const std::string& w, const std::string& r) {
+    return absl::StrCat(part, "[", w, " * 16 + ", r, "]");
+  };
+  const auto sum_of = [&](const std::string& w, const std::string& r) {
+    return absl::StrCat(part, "[", warps * 16, " + ", w, " * 16 + ", r, "]");
+  };
+  const auto o_of = [&](const std::string& w, const std::string& r, const std::string& c) {
+    return absl::StrCat(part, "[", warps * 32, " + (", w, " * ", rows, " + ", r, ") * ", cols, " + ", c, "]");
+  };
+  e_.Linef("// x", out, flash_.sum >= 0 ? absl::StrCat(", x", fused_into_[flash_.sum]) : "", " and x", flash_.exp,
+           "'s running max: the warps' parts (each over its own keys) brought to the largest max and added");
+  Sync();  // the scratch may hold other sums
+  e_.Open("");
+  DeclareMmaLane();
+  e_.Line("#pragma unroll");
+  e_.Open("for (int h = 0; h < 2; ++h)");
+  e_.Line("const float total = quad_reduce<false>(run_sum[h]);");
+  e_.Line("const int r = g + 8 * h;");
+  e_.Open("if ((lane & 3) == 0)");
+  e_.Linef(max_of("warp", "r"), " = run_max[h];");
+  e_.Linef(sum_of("warp", "r"), " = total;");
+  e_.Close();
+  e_.Linef("if (r >= ", rows, ") continue;");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int q = 0; q < 2; ++q) ", o_of("warp", "r", "v * 8 + t2 + q"),
+           " = o", flash_.pv, "[v][2 * h + q];");
+  e_.Close();
+  e_.Close();
+  Sync();
+  Read(out, false);
+  if (flash_.sum >= 0) Read(fused_into_[flash_.sum], false);
+  OpenLinear(rows * cols);
+  e_.Linef("const int r = l / ", cols, ", c = l % ", cols, ";");
+  e_.Line("float top = no_shift(), o = 0.0f;");
+  e_.Linef("for (int w = 0; w < ", warps, "; ++w) top = fmaxf(top, ", max_of("w", "r"), ");");
+  e_.Linef("for (int w = 0; w < ", warps, "; ++w) o += ", o_of("w", "r", "c"), " * split_factor(", max_of("w", "r"),
+           ", top);");
+  e_.Linef(Buffer(out), "[r * ", cols, " + c] += o;");
+  e_.Open("if (c == 0)");
+  if (flash_.sum >= 0) {
+    const TileInfo& sums = tiles_[fused_into_[flash_.sum]];
+    e_.Line("float total = 0.0f;");
+    e_.Linef("for (int w = 0; w < ", warps, "; ++w) total += ", sum_of("w", "r"), " * split_factor(", max_of("w", "r"),
+             ", top);");
+    e_.Linef(Buffer(fused_into_[flash_.sum]), "[", RowMajor(Sizes(sums), RowCoords(sums, "r")), "] += total;");
+  }
+  e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")), "] = top;");
+  e_.Close();
+  e_.Close();
+  Wrote(out, false);
+  if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], false);
+}
+
 void TiledGenerator::EmitFlashFlush() {
+  if (flash_.keys_split) return EmitKeysSplitFlush();
   const MatmulPlan& pv = matmuls_[flash_.pv];
   const int out = fused_into_[flash_.pv];
   const int64_t warps = b_.threads / 32;

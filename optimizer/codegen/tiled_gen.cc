@@ -175,6 +175,7 @@ MatmulPath TiledGenerator::matmul_path() const {
 
 int64_t TiledGenerator::mma_warps() const {
   const int64_t warps = b_.threads / 32;
+  if (flash_.keys_split) return warps;                                   // a warp per 16 keys
   if (flash_.pv >= 0) return std::min(warps, matmuls_[flash_.pv].m16s);  // a warp per slab of rows
   int64_t most = 0;
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {

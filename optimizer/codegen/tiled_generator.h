@@ -362,10 +362,17 @@ class TiledGenerator {
     // whole: each warp loads its fragments into registers once, not at
     // every step (FlashAttention's Q in registers).
     bool a_registers = false;
+    // One slab of rows (decode), the step's keys shared out: warp w takes
+    // keys 16w..16w+15 with its own running max, row sum and P@V sums,
+    // and the warps' parts are combined after the loop (FlashDecoding
+    // within the block). Otherwise warp w owns rows 16w..16w+15.
+    bool keys_split = false;
   };
-  // One k chunk of flash product mm into the fragments `acc`[v] (A in
-  // `fa`): B's fragments two columns of tiles per ldmatrix from the ring.
-  void EmitFlashProducts(int mm, const std::string& acc);
+  // One k chunk of flash product mm into the fragments `acc`[v] for
+  // `count` columns of tiles from column `first` (A in `fa`): B's
+  // fragments two columns of tiles per ldmatrix from the ring.
+  void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first);
+  void EmitKeysSplitFlush();
   FlashPlan flash_;
   void PlanFlash(const std::vector<int>& uses);
   // After PlanNeeded: the scores and exponentials need no tiles.

@@ -123,6 +123,7 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, static_cast<int>(k));
     if (!source.ok()) return 1e30;
     const double resident = static_cast<double>(std::max<int64_t>(1, source->min_blocks));
+    const bool tensor_cores = source->matmul_path == codegen::MatmulPath::kTensorCores;
     double unique_bytes = 0, step_bytes = 0, other_bytes = 0, flops = 0;
     for (const std::vector<int>* tensors : {&graph.kernels[k].inputs, &graph.kernels[k].outputs}) {
       for (int t : *tensors) {
@@ -140,7 +141,11 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
         const double bytes = static_cast<double>(t.elements()) * DTypeSize(graph.tensors[view.tensor].dtype);
         (t.in_loop ? step_bytes : other_bytes) += bytes;
       } else if (op.kind == ugraph::TileOp::Kind::kMatmul) {
-        flops += 2.0 * static_cast<double>(t.elements()) *
+        // Tensor cores take rows in slabs of 16 (one query row of decode
+        // costs a whole slab).
+        const double rows = static_cast<double>(t.axes[t.axes.size() - 2].size);
+        const double slab_rows = tensor_cores ? std::ceil(rows / 16) * 16 : rows;
+        flops += 2.0 * static_cast<double>(t.elements()) / rows * slab_rows *
                  static_cast<double>((*tiles)[op.args[0]].axes.back().size) * reps;
       } else {
         flops += static_cast<double>(t.elements()) * reps;

@@ -13,6 +13,7 @@
 #include "ops/ops.h"
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/generate.h"
+#include "optimizer/search/enumerate.h"
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/search/verify.h"
@@ -307,6 +308,34 @@ TEST(AttentionSearch, ScheduleVariantsCompile) {
     if (wide) {
       EXPECT_GE(tensor_cores, compiled / 2) << "f16 products on tensor cores";
     }
+  }
+}
+
+// Decode (one query row) with 16 keys a step per warp: the warps share out
+// the step's keys (each its own running max, sums and P@V fragments, one
+// barrier a step, all 8 warps on tensor cores), and the kernels compile;
+// the generic form takes five barriers a step.
+TEST(AttentionSearch, DecodeStepsShareTheirKeysAmongWarps) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+  for (const FusedCase& c : {AttentionCase(64, 1, 128, 4096), AttentionCase(3, 1, 64, 300)}) {
+    SearchResult r = Search(c.region);
+    ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+    int shared = 0;
+    for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
+      int loop = -1;
+      for (size_t k = 0; k < s.map.size(); ++k) loop = s.map[k] == Schedule::Map::kLoop ? static_cast<int>(k) : loop;
+      if (loop < 0 || s.tile[loop] != 16 * (s.threads / 32)) continue;
+      Candidate candidate = *r.candidate;
+      candidate.schedule = s;
+      const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
+      absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
+      // (Output tiles narrower than 64 columns keep P@V off tensor cores.)
+      if (!source.ok() || source->step_barriers != 1) continue;
+      EXPECT_EQ(source->mma_warps, s.threads / 32) << s.ToString(c.region);
+      if (shared++ < 3) ExpectCompilesForHopper(**nvrtc, *source);
+    }
+    EXPECT_GE(shared, 1) << c.name;
   }
 }
 

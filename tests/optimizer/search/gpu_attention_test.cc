@@ -38,7 +38,7 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
 }
 
 struct Runs {
-  int split = 0, tensor_cores = 0;
+  int split = 0, tensor_cores = 0, keys_shared = 0;
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -55,6 +55,16 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     schedules.push_back(r.candidate->schedule);
     schedules.back().loop_split = split;
   }
+  // 16 keys a step per warp, whole and split 4 ways (with one slab of
+  // query rows, the warps share out the keys).
+  for (int64_t split : {1, 4}) {
+    Schedule s = r.candidate->schedule;
+    for (size_t k = 0; k < s.map.size(); ++k) {
+      if (s.map[k] == Schedule::Map::kLoop) s.tile[k] = 16 * (s.threads / 32);
+    }
+    s.loop_split = split;
+    schedules.push_back(s);
+  }
   const std::vector<Schedule> others = ScheduleSpread(c.region, r.candidate->schedule, spread);
   schedules.insert(schedules.end(), others.begin() + 1, others.end());
   for (const Schedule& s : schedules) {
@@ -67,6 +77,8 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     if (!source.ok()) continue;  // tiles past shared memory: the search skips these too
     runs.split += s.loop_split > 1;
     runs.tensor_cores += source->matmul_path == codegen::MatmulPath::kTensorCores;
+    runs.keys_shared += source->mma_warps == s.threads / 32 && source->step_barriers == 1 &&
+                        source->source.find("each warp 16 keys") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -85,6 +97,7 @@ TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
       RunSchedules(*executor, AttentionCase(b, q, d, keys, dtype), dtype, 6, runs);
     }
   }
+  EXPECT_GE(runs.keys_shared, 4) << "decode kernels whose warps share out the keys";
   EXPECT_GE(runs.split, 8) << "the decode shapes (one query) split their keys";
   EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
 }
