@@ -196,11 +196,15 @@ std::string TiledGenerator::MmaGroup(int i) const {
   return plan.k_groups > 1 ? absl::StrCat("warp / ", plan.n8s * plan.m16s) : "0";
 }
 
+std::string TiledGenerator::InRangeK(int i, int offset, const std::string& value) const {
+  return absl::StrCat("c * 16 + t2 + ", offset, " < ", Length(RowAxis(b_.tile_ops[i].args[1])), " ? ", value,
+                      " : 0.0f");
+}
+
 void TiledGenerator::EmitMmaA(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0];
-  const std::string k_length = Length(RowAxis(op.args[1]));
   e_.Line("unsigned fa[4];");
   // Rows past the tile's are never stored: they read row 0 (ring) or zeros.
   const bool whole_rows = plan.rows % 16 == 0;
@@ -232,7 +236,7 @@ void TiledGenerator::EmitMmaA(int i) {
              guarded ? " : make_float2(0.0f, 0.0f)" : "", ";");
     const auto element = [&](int e) {
       const std::string value = absl::StrCat("p", h, e == 0 ? ".x" : ".y");
-      return mask_k ? absl::StrCat("c * 16 + t2 + ", col + e, " < ", k_length, " ? ", value, " : 0.0f") : value;
+      return mask_k ? InRangeK(i, col + e, value) : value;
     };
     e_.Linef("fa[", h, "] = ", pack, "(", element(0), ", ", element(1), ");");
   }
@@ -250,10 +254,10 @@ void TiledGenerator::EmitMmaB(int i, const std::string& v) {
   }
   // Rows t2, t2 + 1 (and + 8) of k chunk c, column g of n8 tile v; rows
   // past the in-range k are zeros (A's are too, and inf * 0 is NaN).
-  const std::string k_length = Length(RowAxis(bm)), pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
+  const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
   e_.Linef("const float* pb = ", Buffer(bm), " + (c * 16 + t2) * ", plan.cols, " + ", v, " * 8 + g;");
   const auto element = [&](int row) {
-    return absl::StrCat("c * 16 + t2 + ", row, " < ", k_length, " ? pb[", row * plan.cols, "] : 0.0f");
+    return InRangeK(i, row, absl::StrCat("pb[", row * plan.cols, "]"));
   };
   e_.Linef("fb[0] = ", pack, "(", element(0), ", ", element(1), ");");
   e_.Linef("fb[1] = ", pack, "(", element(8), ", ", element(9), ");");

@@ -4,9 +4,9 @@
 //   P = stable_exp(S)   along the loop axis (a running max)
 //   O += P @ B2         a direct tensor-core product, rescaled by P's max
 //   l += sum(P)         (optional) along the loop axis, rescaled too
-// and the query tile has more than one m16 slab of rows, or one slab and
-// 16 keys a step per warp (decode: the warps share out the keys instead,
-// FlashDecoding within the block, and combine after the loop). The generic form
+// and the query tile has more than one m16 slab of rows, or fewer than 16
+// rows and 16 keys a step per warp (decode: the warps share out the keys
+// instead, FlashDecoding within the block, and combine after the loop). The generic form
 // takes five barriers a step (S to shared memory, the max, the
 // exponentials, the products); here warp w keeps rows 16w..16w+15 of S, P,
 // O, the running max and the row sum in registers, the max and sum of a
@@ -97,22 +97,19 @@ void TiledGenerator::DeclareFlash() {
   if (!flash_.a_registers) return;
   const MatmulPlan& s = matmuls_[flash_.scores];
   const int a = b_.tile_ops[flash_.scores].args[0];
-  const int64_t chunks = s.depth / 16, warps = b_.threads / 32;
+  const int64_t chunks = s.depth / 16;
   Read(a, false);
   e_.Linef("unsigned qa[", chunks, "][4];  // x", flash_.scores, "'s A fragments (x", a,
            ", the same every step): this warp's 16 rows");
-  // (Split keys: every warp takes the one slab.)
-  const bool guard = !flash_.keys_split && s.m16s < warps;
   e_.Open("");
   DeclareMmaLane();
-  if (guard) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
-  e_.Linef("const int m0 = ", flash_.keys_split ? "0" : "warp * 16", ";");
+  OpenFlashWarps();
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
   EmitMmaA(flash_.scores);
   e_.Line("for (int h = 0; h < 4; ++h) qa[c][h] = fa[h];");
   e_.Close();
-  if (guard) e_.Close();
+  CloseFlashWarps();
   e_.Close();
 }
 
@@ -122,7 +119,6 @@ void TiledGenerator::EmitFlashStep() {
   const TileOp& s_op = b_.tile_ops[flash_.scores];
   const TileOp& pv_op = b_.tile_ops[flash_.pv];
   const int k_tile = s_op.args[1];
-  const int64_t warps = b_.threads / 32;
   const std::string keys = Length(ColAxis(flash_.exp));
   const bool split = flash_.keys_split;
   if (!s.a_ring) Read(s_op.args[0], false);
@@ -136,8 +132,7 @@ void TiledGenerator::EmitFlashStep() {
   // The warp's columns of S (n8 tiles): all, or its own 16 keys.
   const int64_t sn = split ? 2 : s.n8s;
   const std::string first = split ? "2 * warp" : "0", col0 = split ? "warp * 16 + " : "";
-  if (!split && s.m16s < warps) e_.Open(absl::StrCat("if (warp < ", s.m16s, ")"));
-  e_.Linef("const int m0 = ", split ? "0" : "warp * 16", ";");
+  OpenFlashWarps();
   // 1. S = A @ B1: the warp's 16 rows, its columns.
   e_.Linef("float sc[", sn, "][4] = {};");
   if (flash_.a_registers) e_.Line("#pragma unroll");
@@ -209,8 +204,21 @@ void TiledGenerator::EmitFlashStep() {
   e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
   EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), pv.n8s, "0");
   e_.Close();
-  if (!split && s.m16s < warps) e_.Close();
+  CloseFlashWarps();
   e_.Close();
+}
+
+bool TiledGenerator::FlashWarpsIdle() const {
+  return !flash_.keys_split && matmuls_[flash_.scores].m16s < b_.threads / 32;
+}
+
+void TiledGenerator::OpenFlashWarps() {
+  if (FlashWarpsIdle()) e_.Open(absl::StrCat("if (warp < ", matmuls_[flash_.scores].m16s, ")"));
+  e_.Linef("const int m0 = ", flash_.keys_split ? "0" : "warp * 16", ";");
+}
+
+void TiledGenerator::CloseFlashWarps() {
+  if (FlashWarpsIdle()) e_.Close();
 }
 
 void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first) {
@@ -301,18 +309,17 @@ void TiledGenerator::EmitFlashFlush() {
   if (flash_.keys_split) return EmitKeysSplitFlush();
   const MatmulPlan& pv = matmuls_[flash_.pv];
   const int out = fused_into_[flash_.pv];
-  const int64_t warps = b_.threads / 32;
   e_.Linef("// x", out, flash_.sum >= 0 ? absl::StrCat(", x", fused_into_[flash_.sum]) : "", " and x", flash_.exp,
            "'s running max from the warps' registers");
   Read(out, false);
   if (flash_.sum >= 0) Read(fused_into_[flash_.sum], false);
   e_.Open("");
   DeclareMmaLane();
-  if (pv.m16s < warps) e_.Open(absl::StrCat("if (warp < ", pv.m16s, ")"));
+  OpenFlashWarps();
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
   e_.Line("const float total = quad_reduce<false>(run_sum[h]);");
-  e_.Linef("const int r = warp * 16 + g + 8 * h;");
+  e_.Line("const int r = m0 + g + 8 * h;");
   e_.Linef("if (r >= ", pv.rows, ") continue;");
   e_.Line("#pragma unroll");
   e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int q = 0; q < 2; ++q) ", Buffer(out), "[r * ", pv.cols,
@@ -325,7 +332,7 @@ void TiledGenerator::EmitFlashFlush() {
   e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")), "] = run_max[h];");
   e_.Close();
   e_.Close();
-  if (pv.m16s < warps) e_.Close();
+  CloseFlashWarps();
   e_.Close();
   Wrote(out, false);
   if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], false);

@@ -350,6 +350,10 @@ class TiledGenerator {
   bool SharedA(int i) const;
   // Declares `fa`, A's fragment of matmul i at rows m0 and k chunk c.
   void EmitMmaA(int i);
+  // `value`, an operand element of matmul i at the lane's k (chunk c, its
+  // t2 plus `offset`), where that k is in range, else 0: a computed
+  // operand's k tail may hold inf, and inf * 0 is NaN.
+  std::string InRangeK(int i, int offset, const std::string& value) const;
   // Declares `fb`, B's fragment of matmul i at k chunk c (`k` the lane's
   // ldmatrix row) and n8 column `v`.
   void EmitMmaB(int i, const std::string& v);
@@ -373,6 +377,12 @@ class TiledGenerator {
   // fragments two columns of tiles per ldmatrix from the ring.
   void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first);
   void EmitKeysSplitFlush();
+  // Whether warps past the query tile's slabs idle in the flash code (rows
+  // owned by warps, fewer slabs than warps); Open declares the warp's first
+  // row `m0` inside that guard, Close ends it.
+  bool FlashWarpsIdle() const;
+  void OpenFlashWarps();
+  void CloseFlashWarps();
   FlashPlan flash_;
   void PlanFlash(const std::vector<int>& uses);
   // After PlanNeeded: the scores and exponentials need no tiles.

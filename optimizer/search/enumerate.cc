@@ -86,7 +86,9 @@ class Enumerator {
       } else if (normalization[i]) {
         at[i] = AddNormalizationOp(static_cast<int>(i), at, usable);
       } else if (op.kind == RegionOp::Kind::kReduce && op.op == OpKind::kReduceMean) {
-        AddFixed(MeanScale(op), pool_.Constant(MeanScale(op).op.value), true);
+        CandidateOp scale = MeanScale(op);
+        const ExprId e = pool_.Constant(scale.op.value);
+        AddFixed(std::move(scale), e, true);
       }
     }
     leaves_ = static_cast<int>(candidate_.ops.size());

@@ -125,6 +125,7 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     const double resident = static_cast<double>(std::max<int64_t>(1, source->min_blocks));
     const bool tensor_cores = source->matmul_path == codegen::MatmulPath::kTensorCores;
     double unique_bytes = 0, step_bytes = 0, other_bytes = 0, flops = 0;
+    double step_elements = 0;  // the step's largest computed tile (see phases_us)
     for (const std::vector<int>* tensors : {&graph.kernels[k].inputs, &graph.kernels[k].outputs}) {
       for (int t : *tensors) {
         double n = static_cast<double>(DTypeSize(graph.tensors[t].dtype));
@@ -136,6 +137,9 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
       const ugraph::TileInfo& t = (*tiles)[i];
       const double reps = t.in_loop ? steps : 1;
       const ugraph::TileOp& op = b.tile_ops[i];
+      if (t.in_loop && op.kind != ugraph::TileOp::Kind::kInput) {
+        step_elements = std::max(step_elements, static_cast<double>(t.elements()));
+      }
       if (op.kind == ugraph::TileOp::Kind::kInput) {
         const auto& view = b.inputs[op.input].view;
         const double bytes = static_cast<double>(t.elements()) * DTypeSize(graph.tensors[view.tensor].dtype);
@@ -197,11 +201,6 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     // overlapped with the memory traffic but not hidden by it.
     // A phase passes over the step's largest computed tile: its cost grows
     // with the elements each thread takes past two.
-    double step_elements = 0;
-    for (size_t i = 0; i < b.tile_ops.size(); ++i) {
-      if (!(*tiles)[i].in_loop || b.tile_ops[i].kind == ugraph::TileOp::Kind::kInput) continue;
-      step_elements = std::max(step_elements, static_cast<double>((*tiles)[i].elements()));
-    }
     const double per_phase = constants.phase_us * std::max(1.0, step_elements / b.threads / 2.0);
     const double phases_us =
         per_phase * static_cast<double>(std::max<int64_t>(0, source->step_barriers - 1)) * steps * waves;
