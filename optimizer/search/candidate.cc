@@ -1,5 +1,7 @@
 #include "optimizer/search/candidate.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace kiln::search {
@@ -16,6 +18,18 @@ std::string Schedule::ToString(const Region& region) const {
   }
   if (loop_split > 1) absl::StrAppend(&out, " split/", loop_split);
   return out;
+}
+
+std::vector<int> BroadcastBatchClasses(const Region& region, int op_index) {
+  const size_t rank = region.ops[op_index].classes.size();
+  std::vector<int> lead;
+  for (const RegionOp& op : region.ops) {
+    if (op.kind != RegionOp::Kind::kMatmul || op.classes.size() <= rank) continue;
+    if (std::find(op.args.begin(), op.args.end(), op_index) == op.args.end()) continue;
+    std::vector<int> mine(op.classes.begin(), op.classes.end() - static_cast<std::ptrdiff_t>(rank));
+    if (lead.size() < mine.size()) lead = std::move(mine);
+  }
+  return lead;
 }
 
 absl::StatusOr<ugraph::KernelGraph> Instantiate(const Region& region, const Candidate& candidate,
@@ -69,8 +83,20 @@ absl::StatusOr<ugraph::KernelGraph> Instantiate(const Region& region, const Cand
       step.shape = it.view.shape;
       it.view.steps.push_back(std::move(step));
     }
-    for (size_t d = 0; d < op.classes.size(); ++d) {
-      const int c = op.classes[d];
+    // An operand that a product broadcasts over its batch dims is read
+    // through an expand with those dims in front (their stride 0).
+    std::vector<int> classes = BroadcastBatchClasses(region, op_index);
+    if (!classes.empty()) {
+      ugraph::ViewStep step;
+      step.kind = ugraph::ViewStep::Kind::kExpand;
+      for (int c : classes) step.shape.push_back(sizes[c]);
+      for (const Dim& d : it.view.shape) step.shape.push_back(d);
+      it.view.shape = step.shape;
+      it.view.steps.push_back(std::move(step));
+    }
+    classes.insert(classes.end(), op.classes.begin(), op.classes.end());
+    for (size_t d = 0; d < classes.size(); ++d) {
+      const int c = classes[d];
       if (sizes[c] == Dim(1)) continue;
       if (s.map[c] == Schedule::Map::kGrid) it.imap[s.grid_axis[c]] = static_cast<int>(d);
       if (s.map[c] == Schedule::Map::kLoop) it.fmap = static_cast<int>(d);

@@ -42,6 +42,12 @@ struct Candidate {
   std::vector<int> iterator_ops;
 };
 
+// The batch dims (classes) that a product of the region broadcasts region
+// op `op_index` (an input, or a permute of one) over: the leading dims of
+// the widest product reading it that it lacks (MLA's latent cache, shared
+// by the heads). An iterator reads it expanded to them.
+std::vector<int> BroadcastBatchClasses(const Region& region, int op_index);
+
 // The uGraph of the candidate with the classes at `sizes`: tensors t0..tn-1
 // the region's inputs, tn its output; one kTiled kernel.
 absl::StatusOr<ugraph::KernelGraph> Instantiate(const Region& region, const Candidate& candidate,

@@ -69,6 +69,10 @@ class Enumerator {
       if (op.kind == RegionOp::Kind::kBinary) binary_.insert(op.op);
       has_matmul_ |= op.kind == RegionOp::Kind::kMatmul;
       has_stable_exp_ |= op.kind == RegionOp::Kind::kStableExp;
+      if (op.kind == RegionOp::Kind::kReduce) {
+        const RegionOp& arg = region_.ops[op.args[0]];
+        sums_leaves_ |= IsLeaf(op.args[0]) || arg.kind == RegionOp::Kind::kConstant;
+      }
     }
     region_exprs_ = RegionExpressions(region_, pool_, atoms);
     target_ = region_exprs_.back();
@@ -224,12 +228,18 @@ class Enumerator {
     return AddFixed(std::move(mul), region_exprs_[i], usable);
   }
 
+  // An iterator of its own for each leaf, even where two share an
+  // expression (an input and its transpose, as MLA reads its latent cache
+  // for both the scores and the values): their tiles differ.
   int AddLeaf(int region_op, bool usable) {
     CandidateOp c;
     c.op.kind = TileOp::Kind::kInput;
     c.op.input = static_cast<int>(candidate_.iterator_ops.size());
     candidate_.iterator_ops.push_back(region_op);
-    return AddFixed(std::move(c), region_exprs_[region_op], usable);
+    candidate_.ops.push_back(std::move(c));
+    exprs_.push_back(region_exprs_[region_op]);
+    usable_.push_back(usable);
+    return static_cast<int>(candidate_.ops.size()) - 1;
   }
 
   // Adds a fixed op (a leaf the search builds on, if `usable`); an op
@@ -274,7 +284,8 @@ class Enumerator {
     block_.tile_ops.push_back(op);
     ++stats_.prefixes;
     auto tiles = ugraph::AnalyzeTiles(block_);
-    const bool valid = tiles.ok() && (*tiles)[n].in_loop == (loop && op.kind != TileOp::Kind::kAccumulate);
+    const bool valid = tiles.ok() && ((*tiles)[n].in_loop == (loop && op.kind != TileOp::Kind::kAccumulate) ||
+                                      (loop && BeforeLoop((*tiles)[n])));
     if (!valid) {
       ++stats_.invalid;
       block_.tile_ops.pop_back();
@@ -292,7 +303,8 @@ class Enumerator {
     exprs_.push_back(e);
     tiles_ = *std::move(tiles);
     if (!loop && Completes(n)) Emit(n);
-    Grow(loop, n, count + 1);
+    // (A product before the loop is not one of the loop body's ops.)
+    Grow(loop, n, count + (loop && BeforeLoop(tiles_[n]) ? 0 : 1));
     candidate_.ops.pop_back();
     exprs_.pop_back();
     block_.tile_ops.pop_back();
@@ -405,6 +417,9 @@ class Enumerator {
       for (int a : args) any_loop |= tiles_[a].in_loop;
       return loop ? any_loop : !any_loop;
     };
+    // A product of tiles that need no loop step is computed once before
+    // the loop (MLA's absorbed query, q W_uk^T); grown among the loop's ops.
+    auto before_loop = [&](int a, int b) { return loop && BeforeLoop(tiles_[a]) && BeforeLoop(tiles_[b]); };
     if (tiles_.size() < static_cast<size_t>(n)) {
       auto tiles = ugraph::AnalyzeTiles(block_);
       if (!tiles.ok()) return;
@@ -421,6 +436,7 @@ class Enumerator {
         if (!phase_ok({a})) continue;
         for (TileOp::Kind kind : {TileOp::Kind::kReduceSum, TileOp::Kind::kStableExp}) {
           if (kind == TileOp::Kind::kStableExp && !has_stable_exp_) continue;
+          if (kind == TileOp::Kind::kReduceSum && a < leaves_ && !sums_leaves_) continue;
           TileOp op;
           op.kind = kind;
           op.args = {a};
@@ -429,7 +445,15 @@ class Enumerator {
         }
       }
       for (int b = 0; b < n; ++b) {
-        if (!Usable(b) || !phase_ok({a, b})) continue;
+        if (!Usable(b)) continue;
+        if (has_matmul_ && before_loop(a, b)) {
+          TileOp t;
+          t.kind = TileOp::Kind::kMatmul;
+          t.args = {a, b};
+          t.dtype = MatmulDType();
+          Try(t, loop, last, count);
+        }
+        if (!phase_ok({a, b})) continue;
         for (OpKind op : binary_) {
           const bool commutative = op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kMaximum ||
                                    op == OpKind::kMinimum;
@@ -450,6 +474,8 @@ class Enumerator {
       }
     }
   }
+
+  static bool BeforeLoop(const TileInfo& t) { return !t.in_loop && !t.after_loop; }
 
   bool HasLoop() const {
     for (Schedule::Map m : candidate_.schedule.map) {
@@ -560,6 +586,10 @@ class Enumerator {
   std::set<OpKind> unary_, binary_;
   bool has_matmul_ = false;
   bool has_stable_exp_ = false;
+  // Whether the region sums an input itself; if not, no program sums a leaf
+  // (the abstract expressions drop which axes vary, so the pruning lets a
+  // sum of any input pass as a subexpression of a sum of products).
+  bool sums_leaves_ = false;
   EnumerateStats stats_;
   int64_t ticks_ = 0;
   int level_ = 0;
@@ -607,6 +637,17 @@ std::vector<Schedule> Mappings(const Region& region) {
     mappings.push_back(s);
   }
   for (Schedule& s : mappings) s = ScheduleVariants(region, s).front();
+  // The most promising first, as the workers take them in order and a deadline may
+  // stop the last: loops over the larger classes (the ones that least fit
+  // a block whole), then the mapping without a loop.
+  auto extent = [&](const Schedule& s) {
+    for (size_t c = 0; c < s.map.size(); ++c) {
+      if (s.map[c] == Schedule::Map::kLoop) return NominalSize(region.class_size[c]);
+    }
+    return int64_t{0};
+  };
+  std::stable_sort(mappings.begin(), mappings.end(),
+                   [&](const Schedule& a, const Schedule& b) { return extent(a) > extent(b); });
   return mappings;
 }
 

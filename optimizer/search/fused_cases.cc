@@ -78,9 +78,21 @@ FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, 
                 matmul(softmax(matmul(PeerRms(q, -1), PeerRms(k, -2)), -1), v));
 }
 
+FusedCase MlaCase(int64_t heads, int64_t latent, int64_t head_dim, int64_t keys, DType dtype, Device device) {
+  Tensor q = Leaf({heads, 1, head_dim}, 1, 16, dtype, device);
+  Tensor c = Leaf({keys, latent}, 1, 17, dtype, device);
+  Tensor w_uk = Leaf({heads, latent, head_dim}, 0.02, 18, dtype, device);
+  Tensor w_uv = Leaf({heads, latent, head_dim}, 0.05, 19, dtype, device);
+  // K given transposed, as the other cases: K^T = W_uk^T C^T, [heads, head_dim, keys].
+  Tensor kt = matmul(transpose(w_uk, 1, 2), transpose(c, 0, 1));
+  Tensor v = matmul(c, w_uv);
+  return Finish(absl::StrCat("mla_", heads, "x", latent, "x", head_dim, "x", keys), {q, c, w_uk, w_uv},
+                matmul(softmax(matmul(q, kt), -1), v));
+}
+
 std::vector<std::string> FusedCaseNames() {
   return {"rmsnorm_linear_bs1", "rmsnorm_linear_bs8", "gated_mlp_bs8", "lora_r16", "gqa_bs1", "gqa_bs8",
-          "qknorm_gqa_bs1", "qknorm_gqa_bs8", "seed_attention"};
+          "qknorm_gqa_bs1", "qknorm_gqa_bs8", "seed_attention", "mla_decode"};
 }
 
 absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) {
@@ -94,6 +106,7 @@ absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) 
   else if (name == "qknorm_gqa_bs1") c = QkNormAttentionCase(2, 256, 64, 4096, DType::kF16, device);
   else if (name == "qknorm_gqa_bs8") c = QkNormAttentionCase(16, 256, 64, 4096, DType::kF16, device);
   else if (name == "seed_attention") c = AttentionCase(64, 1, 128, 4096, DType::kF16, device);
+  else if (name == "mla_decode") c = MlaCase(16, 256, 64, 4096, DType::kF16, device);
   else return absl::NotFoundError(absl::StrCat("no fused case named ", name));
   c.name = name;
   return c;

@@ -39,8 +39,16 @@ FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_
 FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
                               DType dtype = DType::kF16, Device device = Device::Cpu());
 
+// Multi-head latent attention at decode, naive form: one query per head,
+// the compressed KV cache C [keys, latent] shared by the heads, K = C W_uk
+// and V = C W_uv up-projected per head (W [heads, latent, head_dim]).
+FusedCase MlaCase(int64_t heads, int64_t latent, int64_t head_dim, int64_t keys, DType dtype = DType::kF16,
+                  Device device = Device::Cpu());
+
 // rmsnorm_linear_bs1, rmsnorm_linear_bs8, gated_mlp_bs8, lora_r16, gqa_bs1, gqa_bs8,
-// qknorm_gqa_bs1, qknorm_gqa_bs8, seed_attention.
+// qknorm_gqa_bs1, qknorm_gqa_bs8, seed_attention, and mla_decode (kiln's own:
+// 16 heads, a 256-wide latent, head dim 64, 4096 keys; bench/mla_peers.py
+// writes it for PyTorch, naive and weight-absorbed).
 std::vector<std::string> FusedCaseNames();
 absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device = Device::Cpu());
 

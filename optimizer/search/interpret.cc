@@ -38,8 +38,20 @@ std::vector<int64_t> TileShape(const ugraph::TileInfo& t) {
 absl::StatusOr<int64_t> ViewOffset(const ugraph::View& view, const std::vector<int64_t>& tensor_shape,
                                    const std::vector<int64_t>& coords) {
   std::vector<int64_t> c = coords;
-  for (auto step = view.steps.rbegin(); step != view.steps.rend(); ++step) {
+  for (size_t i = view.steps.size(); i-- > 0;) {
+    const ugraph::ViewStep* step = &view.steps[i];
     switch (step->kind) {
+      case ugraph::ViewStep::Kind::kExpand: {
+        // Leading axes added, size-1 axes broadcast: both read coordinate 0.
+        const Shape& in_shape = i > 0 ? view.steps[i - 1].shape : view.source_shape;
+        const size_t lead = c.size() - static_cast<size_t>(in_shape.rank());
+        std::vector<int64_t> in(c.begin() + static_cast<std::ptrdiff_t>(lead), c.end());
+        for (size_t d = 0; d < in.size(); ++d) {
+          if (in_shape[static_cast<int>(d)] == Dim(1)) in[d] = 0;
+        }
+        c = std::move(in);
+        break;
+      }
       case ugraph::ViewStep::Kind::kPermute: {
         std::vector<int64_t> in(c.size());
         for (size_t i = 0; i < step->perm.size(); ++i) in[step->perm[i]] = c[i];
@@ -47,7 +59,7 @@ absl::StatusOr<int64_t> ViewOffset(const ugraph::View& view, const std::vector<i
         break;
       }
       default:
-        return absl::UnimplementedError("interpreter: only permuting views");
+        return absl::UnimplementedError("interpreter: only permuting and expanding views");
     }
   }
   const auto strides = RowMajorStrides(tensor_shape);

@@ -44,9 +44,10 @@ struct Runs {
 // The case's search result run with the chosen schedule split 1, 2 and 8
 // ways, then `spread` others (query tiles of 1 to 64 rows with tails, key
 // tiles, splits), each against the CPU reference.
-void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int spread, Runs& runs) {
+void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int spread, Runs& runs,
+                  double budget_seconds = 8) {
   SearchOptions options;  // the cost model chooses; other schedules are run below
-  options.budget_seconds = 8;
+  options.budget_seconds = budget_seconds;
   SearchResult r = ValueOrFail(Superoptimize(c.region, options));
   ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
   const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2;
@@ -115,6 +116,26 @@ TEST(GpuAttention, QkNormMatchesTheCpu) {
     }
   }
   EXPECT_GE(runs.split, 6);
+}
+
+// MLA from its naive form (K and V up-projected from the latent cache):
+// the absorbed kernel (q W_uk^T before the loop, attention over the
+// latent, W_uv after it) against the unfused CPU reference.
+TEST(GpuAttention, MlaMatchesTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  // heads, latent, head dim, keys.
+  const std::vector<std::array<int64_t, 5>> shapes = {
+      {3, 48, 17, 127, static_cast<int64_t>(DType::kF32)},
+      {1, 32, 16, 4097, static_cast<int64_t>(DType::kF16)},
+      {16, 256, 64, 4096, static_cast<int64_t>(DType::kF16)}};
+  Runs runs;
+  for (const auto& [h, latent, d, keys, dtype_index] : shapes) {
+    const DType dtype = static_cast<DType>(dtype_index);
+    SCOPED_TRACE(::testing::Message() << h << "x" << latent << "x" << d << "x" << keys << " " << DTypeName(dtype));
+    RunSchedules(*executor, MlaCase(h, latent, d, keys, dtype), dtype, 3, runs, /*budget_seconds=*/20);
+  }
+  EXPECT_GE(runs.split, 4);
 }
 
 }  // namespace
