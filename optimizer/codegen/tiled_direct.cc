@@ -98,17 +98,30 @@ bool TiledGenerator::ComputedB(int i) const {
   return IsMatrix(i) && IsMatrix(a) && IsMatrix(bm);
 }
 
+bool TiledGenerator::RowsB(int i, const std::vector<int>& uses) const {
+  const TileOp& op = b_.tile_ops[i];
+  const int a = op.args[0], bm = op.args[1];
+  if (a == bm || b_.tile_ops[a].kind == TileOp::Kind::kConstant) return false;
+  if (b_.tile_ops[bm].kind != TileOp::Kind::kInput || uses[bm] != 1 || phase_[bm] != Phase::kLoop) return false;
+  const InputPlan& in = inputs_[bm];
+  const int rank = static_cast<int>(in.task_sizes.size());
+  if (!in.staged || in.width == 1 || !IsMatrix(bm) || in.vector_axis != rank - 2) return false;
+  return in.dtype == op.dtype && IsMatrix(i) && IsMatrix(a);
+}
+
 void TiledGenerator::PlanStepMma(const std::vector<int>& uses) {
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] >= 0) continue;
-    const bool ring = DirectB(static_cast<int>(i), uses);
+    const bool rows = RowsB(static_cast<int>(i), uses);
+    const bool ring = rows || DirectB(static_cast<int>(i), uses);
     if (!ring && !ComputedB(static_cast<int>(i))) continue;
     matmuls_[i].b_tile = !ring;
+    matmuls_[i].b_rows = rows;
     if (PlanMma(static_cast<int>(i), /*step=*/true)) {
       PlanARing(static_cast<int>(i));
     } else {
-      matmuls_[i].b_tile = false;
+      matmuls_[i].b_tile = matmuls_[i].b_rows = false;
     }
   }
 }
@@ -124,7 +137,15 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   if (rows > 128 || depth % 16 != 0 || RowAxis(bm).size != depth || cols % 8 != 0 || b_.threads % 32 != 0) {
     return false;
   }
-  if (!b_tile && (in.task_sizes.back() % 8 != 0 || cols != in.task_sizes.back() * in.width)) return false;
+  // B's ring: rows of k with 8 vectors or more along n (swizzled for
+  // ldmatrix .trans), or rows of n with its vectors along k (b_rows).
+  const int64_t row_vectors = in.task_sizes.empty() ? 0 : in.task_sizes[in.order.back()];
+  if (!b_tile && !matmuls_[i].b_rows &&
+      (in.vector_axis != static_cast<int>(in.task_sizes.size()) - 1 || row_vectors % 8 != 0 ||
+       cols != row_vectors * in.width)) {
+    return false;
+  }
+  if (matmuls_[i].b_rows && (row_vectors * in.width != depth || in.task_sizes.back() != cols)) return false;
   const int64_t n8s = cols / 8, m16s = (rows + 15) / 16, tiles = n8s * m16s;
   if (tiles >= warps ? tiles % warps != 0 : warps % tiles != 0) return false;
   if (tiles / warps > 8) return false;  // 32 accumulator registers
@@ -141,7 +162,11 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   plan.rows = rows;
   plan.cols = cols;
   plan.depth = depth;
-  if (!b_tile) in.direct = in.swizzle = in.cross_read = true;
+  if (!b_tile) {
+    in.direct = in.cross_read = true;
+    // Conflict-free ldmatrix needs 8 vectors a row to swizzle over.
+    in.swizzle = row_vectors % 8 == 0;
+  }
   registers_ += 4 * plan.per_warp + 12;
   return true;
 }
@@ -247,6 +272,14 @@ void TiledGenerator::EmitMmaB(int i, const std::string& v) {
   const MatmulPlan& plan = matmuls_[i];
   const int bm = op.args[1];
   e_.Line("unsigned fb[2];");
+  if (plan.b_rows) {
+    // Lane l (of 0-15) gives row n = 8 v + l % 8 of the ring, at k vector 2 c + l / 8.
+    const int64_t vectors = inputs_[bm].task_sizes[inputs_[bm].order.back()];
+    e_.Linef("load_b_fragment_rows(fb, &",
+             RingSlot(bm, "stage", absl::StrCat("(", v, " * 8 + (lane & 7)) * ", vectors, " + c * 2 + ((lane >> 3) & 1)")),
+             ");");
+    return;
+  }
   if (!plan.b_tile) {
     const int64_t vectors = inputs_[bm].task_sizes.back();
     e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", vectors, " + ", v)), ");");

@@ -40,7 +40,7 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     if (b_.tile_ops[out].rescale != e || !IsMatrix(e)) continue;
     const int s = exp.args[0];
     const MatmulPlan& s_plan = matmuls_[s];
-    if (b_.tile_ops[s].kind != TileOp::Kind::kMatmul || !s_plan.step || uses[s] != 1) continue;
+    if (b_.tile_ops[s].kind != TileOp::Kind::kMatmul || !s_plan.step || uses[s] != 1 || s_plan.b_rows) continue;
     if (exp.axis != static_cast<int>(tiles_[e].axes.size()) - 1) continue;  // along S's columns
     // Rows: more than one slab, at most one per warp; or under 16 rows
     // (decode) whose step has 16 keys per warp: each warp then takes its

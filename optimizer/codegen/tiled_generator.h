@@ -136,7 +136,8 @@ class TiledGenerator {
   // Where task `task` of input i sits within a stage (swizzled or not).
   std::string SlotIndex(int i, const std::string& task) const {
     const InputPlan& plan = inputs_[i];
-    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes.back(), " & 7))") : task;
+    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes[plan.order.back()], " & 7))")
+                        : task;
   }
   // Element (row, col) of input i's rank-2 ring tile at `stage`, widened to
   // f32 (vectors run along its last axis, tasks in row-major order).
@@ -229,6 +230,10 @@ class TiledGenerator {
   struct InputPlan {
     DType dtype = DType::kF32;
     int64_t width = 1;
+    // The tile axis its vectors of `width` elements run along: the last,
+    // or the one before it where that is the contiguous one (a transposed
+    // view: K^T read from K, MLA's C^T from C); -1 without vectors.
+    int vector_axis = -1;
     std::vector<int64_t> task_sizes;
     std::vector<int> order;
     int64_t tasks = 0, per_thread = 0;
@@ -291,6 +296,9 @@ class TiledGenerator {
     // normalized K), not a ring tile: B's fragments from that tile,
     // rounded to the product's dtype.
     bool b_tile = false;
+    // B's ring holds it by rows of n (its vectors run along k, as a
+    // transposed view's do): fragments by ldmatrix without .trans.
+    bool b_rows = false;
   };
   // A matmul summed into an accumulator whose B is a loop tile that only
   // it reads, loaded as 16-byte vectors along N, with few rows of A: each
@@ -314,6 +322,9 @@ class TiledGenerator {
   // key tile) on tensor cores where B is a loop tile of the ring that only
   // they read: B never widens into an f32 tile.
   void PlanStepMma(const std::vector<int>& uses);
+  // Whether step product i's B is a loop input of the product's dtype,
+  // read by it alone, whose vectors run along k (b_rows).
+  bool RowsB(int i, const std::vector<int>& uses) const;
   // Whether matmul i's B is a 16-bit ring tile that only it reads, its
   // vectors along N, in the product's dtype (what the direct forms need).
   bool DirectB(int i, const std::vector<int>& uses) const;

@@ -23,16 +23,26 @@ void TiledGenerator::PlanInput(int i, int64_t* registers) {
   }
   if (fast >= 0) plan.order.push_back(fast);
   // 16-byte vectors along the last axis when it is surely unit-stride: the
-  // view only permutes and slices (reshapes and expands can break runs).
+  // view only permutes, slices and puts axes in front (a product's broadcast
+  // batch dims); reshapes and other expands can break runs.
   bool plain_view = true;
+  Shape in = view.source_shape;
   for (const ugraph::ViewStep& s : view.steps) {
+    bool prepends = s.kind == ugraph::ViewStep::Kind::kExpand && s.shape.rank() >= in.rank();
+    for (int d = 0; prepends && d < in.rank(); ++d) prepends = in[d] == s.shape[s.shape.rank() - in.rank() + d];
     plain_view = plain_view && (s.kind == ugraph::ViewStep::Kind::kPermute ||
-                                s.kind == ugraph::ViewStep::Kind::kSlice);
+                                s.kind == ugraph::ViewStep::Kind::kSlice || prepends);
+    in = s.shape;
   }
   const int64_t width = 16 / static_cast<int64_t>(DTypeSize(plan.dtype));
   if (plain_view && rank > 0 && contiguous == rank - 1 && plan.task_sizes[rank - 1] % width == 0) {
+    plan.vector_axis = rank - 1;
+  } else if (plain_view && rank > 1 && contiguous == rank - 2 && plan.task_sizes[rank - 2] % width == 0) {
+    plan.vector_axis = rank - 2;  // the tasks walk it fastest (plan.order)
+  }
+  if (plan.vector_axis >= 0) {
     plan.width = width;
-    plan.task_sizes[rank - 1] /= width;
+    plan.task_sizes[plan.vector_axis] /= width;
   }
   plan.tasks = t.elements() / plan.width;
   plan.per_thread = (plan.tasks + b_.threads - 1) / b_.threads;
@@ -45,9 +55,9 @@ std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& ta
   const InputPlan& plan = inputs_[i];
   std::vector<std::string> coords = Unravel(plan.task_sizes, plan.order, task);
   if (plan.width > 1) {
-    const std::string last = e_.Fresh("i");
-    e_.Linef("const int ", last, " = ", coords.back(), " * ", plan.width, ";");
-    coords.back() = last;
+    const std::string first = e_.Fresh("i");
+    e_.Linef("const int ", first, " = ", coords[plan.vector_axis], " * ", plan.width, ";");
+    coords[plan.vector_axis] = first;
   }
   return coords;
 }
@@ -74,12 +84,11 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
     return;
   }
   // The whole vector in range and aligned: one load; else element by element.
-  const int rank = static_cast<int>(coords.size());
-  std::string whole = InRange(t, coords, rank - 1);
-  const TileAxis& last = t.axes[rank - 1];
-  if (last.source == Source::kGrid || last.source == Source::kLoop) {
-    absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords.back(), " + ", plan.width, " <= ",
-                    Length(last));
+  const int va = plan.vector_axis;
+  std::string whole = InRange(t, coords, va);
+  const TileAxis& along = t.axes[va];
+  if (along.source == Source::kGrid || along.source == Source::kLoop) {
+    absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords[va], " + ", plan.width, " <= ", Length(along));
   }
   if (slot.empty()) e_.Linef(raw, " = make_uint4(0u, 0u, 0u, 0u);");
   e_.Open(absl::StrCat("if (", whole.empty() ? "" : whole + " && ", "aligned16(", ptr, ", ", off, ", ", bytes,
@@ -97,7 +106,7 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.width, "; ++j)"));
   std::vector<std::string> element = coords;
-  element.back() = absl::StrCat("(", coords.back(), " + j)");
+  element[va] = absl::StrCat("(", coords[va], " + j)");
   const std::string element_off = e_.Fresh("off");
   e_.Linef("const i64 ", element_off, " = ", offset(element), ";");
   const std::string in_range = InRange(t, element);
@@ -117,9 +126,12 @@ void TiledGenerator::EmitConvert(int i, const std::string& task, const std::stri
     e_.Linef(Buffer(i), "[", at, "] = ", widen, "(", raw, ");");
     return;
   }
+  // The vector's elements sit `stride` apart in the row-major tile.
+  const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+  const int64_t stride = Product(sizes, plan.vector_axis + 1, sizes.size());
   e_.Line("#pragma unroll");
-  e_.Linef("for (int j = 0; j < ", plan.width, "; ++j) ", Buffer(i), "[", at, " + j] = ", widen,
-           "(vector_bits(", raw, ", j, ", DTypeSize(plan.dtype), "));");
+  e_.Linef("for (int j = 0; j < ", plan.width, "; ++j) ", Buffer(i), "[", at, " + j", stride == 1 ? "" : absl::StrCat(" * ", stride),
+           "] = ", widen, "(vector_bits(", raw, ", j, ", DTypeSize(plan.dtype), "));");
 }
 
 void TiledGenerator::EmitStaged(int i, bool issue) {

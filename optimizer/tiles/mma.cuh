@@ -49,6 +49,15 @@ __device__ __forceinline__ void load_b_fragment(unsigned b[2], const unsigned sh
   b[1] = pair(tile_nk + g * ld + 2 * t + 8);
 }
 
+// A 16x8 B fragment (k x n) from an [n][k] 16-bit tile in shared memory,
+// rows of n with k contiguous (ldmatrix without .trans): lane l (of 0-15)
+// gives the address of row n0 + l % 8 at column k0 + 8 * (l / 8), 16 bytes
+// aligned; the other lanes' are unused.
+__device__ __forceinline__ void load_b_fragment_rows(unsigned b[2], const void* row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(b[0]), "=r"(b[1]) : "r"(address));
+}
+
 // A 16x8 B fragment (k x n) straight from a row-major [k][n] 16-bit tile in
 // shared memory (ldmatrix .trans): lane l (of 0-15) gives the address of
 // row k0 + l at column n0, 16 bytes aligned; the other lanes' are unused.
