@@ -115,6 +115,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   PlanDirect(uses);
   PlanStepMma(uses);
   PlanFlash(uses);
+  ShareRings();
   PlanFlushScratch();
   PlanNeeded();
   DropFlashTiles();
@@ -148,7 +149,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
     auto aligned = [](int64_t floats) { return (floats + kLine - 1) / kLine * kLine; };
     int64_t at = aligned(buffers_ + scratch_);
     for (size_t i = 0; i < n; ++i) {
-      if (!inputs_[i].ring) continue;
+      if (!inputs_[i].ring || inputs_[i].ring_of >= 0) continue;
       inputs_[i].ring_offset = at;
       at = aligned(at + stages_ * inputs_[i].tasks * 4);
     }
@@ -484,7 +485,10 @@ absl::Status TiledGenerator::Generate() {
   DeclareShifts();
   if (scratch_ > 0) e_.Linef("float* const scratch = smem + ", buffers_, ";");
   for (size_t i = 0; i < n; ++i) {
-    if (inputs_[i].ring) {
+    if (inputs_[i].ring_of >= 0) {
+      e_.Linef("uint4* const ring", i, " = ring", inputs_[i].ring_of, ";  // the same elements as x", inputs_[i].ring_of,
+               "'s");
+    } else if (inputs_[i].ring) {
       e_.Linef("uint4* const ring", i, " = reinterpret_cast<uint4*>(smem + ", inputs_[i].ring_offset, ");  // ",
                stages_, " stages of ", inputs_[i].tasks, " vectors");
     }

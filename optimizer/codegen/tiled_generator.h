@@ -119,6 +119,12 @@ class TiledGenerator {
   // EmitRingStep the step stages_ - 1 ahead and waits for this one.
   // Up to `max_stages` stages (Plan picks the count).
   void PlanRing(int64_t max_stages, int64_t* loop_registers);
+  // What decides the contents of input i's ring slots (tensor, dtype,
+  // vectors, and per task dim its size, tensor axis and tile axis); empty
+  // where its view is not just permutes and leading expands.
+  std::vector<int64_t> RingLayout(int i) const;
+  // Inputs that share a ring take each other's swizzle and cross reads.
+  void ShareRings();
   // Whether some ring is read by threads other than the one that copied
   // it; then a step waits for its stage, takes a barrier, and only then
   // issues the copies that reuse the previous step's stage.
@@ -244,6 +250,9 @@ class TiledGenerator {
     // floats into shared memory, `tasks` 16-byte slots each.
     bool ring = false;
     int64_t ring_offset = -1;
+    // The earlier input whose ring this one reads instead of copying its
+    // own: the same tensor elements, slot for slot (MLA's C and C^T).
+    int ring_of = -1;
     bool swizzle = false;  // see RingSlot
     // Read by threads other than the one that copied it (ldmatrix, or A of
     // a direct matmul): the step's barrier comes before its reads.

@@ -232,9 +232,20 @@ void TiledGenerator::PlanRing(int64_t max_stages, int64_t* loop_registers) {
   const auto eligible = [&](size_t i) {
     return b_.tile_ops[i].kind == TileOp::Kind::kInput && phase_[i] == Phase::kLoop && inputs_[i].width > 1;
   };
+  // An input whose slots would hold what an earlier one's do reads that
+  // ring: one copy of the data.
   int64_t step_bytes = 0;
+  std::vector<std::vector<int64_t>> layouts(b_.tile_ops.size());
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (eligible(i)) step_bytes += 16 * inputs_[i].tasks;
+    if (!eligible(i)) continue;
+    layouts[i] = RingLayout(static_cast<int>(i));
+    for (size_t j = 0; j < i && !layouts[i].empty(); ++j) {
+      if (layouts[j] == layouts[i] && inputs_[j].ring_of < 0) {
+        inputs_[i].ring_of = static_cast<int>(j);
+        break;
+      }
+    }
+    if (inputs_[i].ring_of < 0) step_bytes += 16 * inputs_[i].tasks;
   }
   if (step_bytes == 0 || kRingBytes / step_bytes < 2) return;
   stages_ = std::min(max_stages, kRingBytes / step_bytes);
@@ -264,7 +275,7 @@ void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& s
   // Steps past this block's last are never read: no copies (an empty group).
   e_.Open("if (knr > 0)");
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (inputs_[i].ring) EmitStaged(static_cast<int>(i), /*issue=*/true);
+    if (inputs_[i].ring && inputs_[i].ring_of < 0) EmitStaged(static_cast<int>(i), /*issue=*/true);
   }
   e_.Close();
   loop_start_ = "k0";
@@ -313,6 +324,50 @@ void TiledGenerator::EmitRingStep() {
   e_.Linef("const int stage = static_cast<int>((step - step_begin) % ", stages_, ");");
 }
 
+std::vector<int64_t> TiledGenerator::RingLayout(int i) const {
+  const InputPlan& plan = inputs_[i];
+  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
+  // The tensor axis behind each tile axis (-1: a broadcast one).
+  std::vector<int> axis(view.shape.rank());
+  for (size_t d = 0; d < axis.size(); ++d) axis[d] = static_cast<int>(d);
+  for (size_t s = view.steps.size(); s-- > 0;) {
+    const ugraph::ViewStep& step = view.steps[s];
+    const Shape& in = s > 0 ? view.steps[s - 1].shape : view.source_shape;
+    if (step.kind == ugraph::ViewStep::Kind::kPermute) {
+      for (int& a : axis) a = a < 0 ? a : step.perm[a];
+    } else if (step.kind == ugraph::ViewStep::Kind::kExpand) {
+      const int lead = step.shape.rank() - in.rank();
+      for (int& a : axis) {
+        if (a < 0) continue;
+        a = a < lead || !(in[a - lead] == step.shape[a]) ? -1 : a - lead;
+      }
+    } else {
+      return {};
+    }
+  }
+  const TileInfo& t = tiles_[i];
+  std::vector<int64_t> key = {view.tensor, static_cast<int64_t>(plan.dtype), plan.width, plan.tasks,
+                              axis[plan.vector_axis]};
+  for (int d : plan.order) {
+    const TileAxis& a = t.axes[d];
+    if (plan.task_sizes[d] == 1) continue;
+    for (int64_t v : {plan.task_sizes[d], static_cast<int64_t>(axis[d]), static_cast<int64_t>(a.source),
+                      static_cast<int64_t>(a.grid_axis), a.size}) {
+      key.push_back(v);
+    }
+  }
+  return key;
+}
+
+void TiledGenerator::ShareRings() {
+  for (InputPlan& plan : inputs_) {
+    if (plan.ring_of < 0) continue;
+    InputPlan& owner = inputs_[plan.ring_of];
+    owner.swizzle = plan.swizzle = owner.swizzle || plan.swizzle;
+    owner.cross_read = plan.cross_read = owner.cross_read || plan.cross_read;
+  }
+}
+
 std::string TiledGenerator::RingElement(int i, const std::string& stage, const std::string& row,
                                         const std::string& col) const {
   const InputPlan& plan = inputs_[i];
@@ -335,6 +390,7 @@ int64_t TiledGenerator::inflight_bytes() const {
     if (b_.tile_ops[i].kind != TileOp::Kind::kInput || phase_[i] != Phase::kLoop) continue;
     const InputPlan& plan = inputs_[i];
     const int64_t load = plan.width * static_cast<int64_t>(DTypeSize(plan.dtype));
+    if (plan.ring_of >= 0) continue;  // the owner's copies
     const int64_t steps = plan.ring ? stages_ - 1 : 1;
     bytes += steps * load * (plan.staged ? plan.tasks : std::min<int64_t>(plan.tasks, b_.threads));
   }

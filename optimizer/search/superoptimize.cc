@@ -117,11 +117,11 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     const double blocks = count(b.grid[0]) * count(b.grid[1]) * count(b.grid[2]) * split;
     const double steps = std::max(1.0, std::ceil(count(b.forloop) / split));
     auto tiles = ugraph::AnalyzeTiles(b);
-    if (!tiles.ok()) return 1e30;
+    if (!tiles.ok()) return kInfeasibleUs;
     // Blocks an SM holds at once: what the generated kernel's registers and
     // shared memory allow (its launch bounds).
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, static_cast<int>(k));
-    if (!source.ok()) return 1e30;
+    if (!source.ok()) return kInfeasibleUs;
     const double resident = static_cast<double>(std::max<int64_t>(1, source->min_blocks));
     const bool tensor_cores = source->matmul_path == codegen::MatmulPath::kTensorCores;
     double unique_bytes = 0, step_bytes = 0, other_bytes = 0, flops = 0;
@@ -320,8 +320,9 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
       c.schedule = s;
       absl::StatusOr<ugraph::KernelGraph> g = Instantiate(region, c, region.class_size);
       if (!g.ok() || !ugraph::Validate(*g).ok()) continue;
-      ++report.variants;
       const double us = EstimateMicroseconds(*g);
+      if (us >= kInfeasibleUs) continue;  // the code generator cannot emit it (shared memory, say)
+      ++report.variants;
       ranked.push_back({std::move(c), *std::move(g), us});
     }
   }

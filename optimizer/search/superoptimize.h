@@ -98,7 +98,10 @@ struct CostConstants {
   double launch_us = 3;
 };
 
-// The cost model's estimate for a graph on an H100-like GPU, microseconds.
+// The cost model's estimate for a graph on an H100-like GPU, microseconds;
+// kInfeasibleUs where the code generator cannot emit one of its kernels
+// (tiles past shared memory, say).
+inline constexpr double kInfeasibleUs = 1e30;
 double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstants& constants = {});
 
 // The cache file of a region (under options.cache_dir).
