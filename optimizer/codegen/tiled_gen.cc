@@ -45,9 +45,22 @@ absl::Status TiledGenerator::Plan() {
   return PlanLayout(best);
 }
 
+std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
+  const size_t n = b_.tile_ops.size();
+  std::vector<bool> only(n, false);
+  for (size_t i = 0; i < n; ++i) only[i] = phase_[i] == Phase::kBefore;
+  for (size_t i = 0; i < n; ++i) {
+    for (int a : b_.tile_ops[i].args) only[a] = only[a] && phase_[i] == Phase::kBefore;
+    if (b_.tile_ops[i].rescale >= 0) only[b_.tile_ops[i].rescale] = false;
+  }
+  for (const ugraph::OutputSaver& o : b_.outputs) only[o.value] = false;
+  return only;
+}
+
 absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   const size_t n = b_.tile_ops.size();
   buffers_ = scratch_ = stages_ = ring_floats_ = 0;
+  ring_space_shared_ = false;
   direct_scratch_ = -1;
   for (size_t i = 0; i < b_.inputs.size(); ++i) {
     if (b_.inputs[i].view.tensor < 0) {
@@ -123,10 +136,19 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   // straight into their accumulator, tiles read only from registers or the
   // ring, and ops nothing needs; each 16-byte aligned for vector reads.
   offsets_.assign(n, -1);
+  // Tiles that only ops before the loop read (MLA's W_uk^T, once its
+  // product with q is taken) lie in the ring's space: the ring fills after
+  // them (EmitBlockBody's barrier before its prologue).
+  const std::vector<bool> before_only = BeforeLoopOnly();
+  std::vector<int> in_ring_space;
   for (size_t i = 0; i < n; ++i) {
     const bool input = b_.tile_ops[i].kind == TileOp::Kind::kInput;
     const bool untiled = input ? inputs_[i].direct || !inputs_[i].tile : !needed_[i];
     if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || untiled) continue;
+    if (stages_ > 0 && before_only[i]) {
+      in_ring_space.push_back(static_cast<int>(i));
+      continue;
+    }
     offsets_[i] = buffers_;
     buffers_ += tiles_[i].padded_floats();
   }
@@ -153,7 +175,13 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
       inputs_[i].ring_offset = at;
       at = aligned(at + stages_ * inputs_[i].tasks * 4);
     }
-    ring_floats_ = at - (buffers_ + scratch_);
+    int64_t before = aligned(buffers_ + scratch_);
+    for (int i : in_ring_space) {
+      offsets_[i] = before;
+      before += tiles_[i].padded_floats();
+    }
+    ring_floats_ = std::max(at, before) - (buffers_ + scratch_);
+    ring_space_shared_ = !in_ring_space.empty();
   }
   if (shared_bytes() > limit) {
     return absl::UnimplementedError(absl::StrCat("codegen: the tiles, scratch and loads in flight need ",
@@ -523,6 +551,9 @@ absl::Status TiledGenerator::Generate() {
     }
   }
   if (opened == 0) e_.Open("");
+  // A grid point's tiles before the loop take the ring's space that the
+  // previous point's loop read.
+  if (ring_space_shared_) Sync();
   EmitPhase(Phase::kBefore);
   bool loop = false;
   for (size_t i = 0; i < n; ++i) {
@@ -565,6 +596,9 @@ absl::Status TiledGenerator::Generate() {
                "'s partial sums in registers");
     }
     EmitPrefetch(/*first=*/true);
+    // The ring's first copies overwrite the tiles read only before the
+    // loop: every thread is done with them first.
+    if (ring_space_shared_) Sync();
     EmitRingPrologue();
     e_.Open("for (i64 step = step_begin; step < step_end; ++step)");
     if (loop_axes) EmitStepRange("k0", "kn", "step", /*guarded=*/false);
