@@ -18,16 +18,17 @@ bool TiledGenerator::IsMatrix(int x) const {
   return true;
 }
 
-bool TiledGenerator::DirectB(int i, const std::vector<int>& uses) const {
+bool TiledGenerator::VectorB(int i, const std::vector<int>& uses, int from_last) const {
   const TileOp& op = b_.tile_ops[i];
   const int a = op.args[0], bm = op.args[1];
   if (a == bm || b_.tile_ops[a].kind == TileOp::Kind::kConstant) return false;
   if (b_.tile_ops[bm].kind != TileOp::Kind::kInput || uses[bm] != 1 || phase_[bm] != Phase::kLoop) return false;
   const InputPlan& in = inputs_[bm];
-  // B's vectors run along N (its last axis), and B is stored in the
-  // product's dtype (no rounding of its own).
+  // The tasks walk the vectors' axis fastest; B is stored in the
+  // product's dtype (no rounding of its own; f32 products round anything).
   const int rank = static_cast<int>(in.task_sizes.size());
-  if (!in.staged || in.width == 1 || !IsMatrix(bm) || in.order.back() != rank - 1) return false;
+  const int axis = rank - 1 - from_last;
+  if (!in.staged || in.width == 1 || !IsMatrix(bm) || in.vector_axis != axis || in.order.back() != axis) return false;
   if (op.dtype != DType::kF32 && in.dtype != op.dtype) return false;
   return IsMatrix(i) && IsMatrix(a);
 }
@@ -98,22 +99,11 @@ bool TiledGenerator::ComputedB(int i) const {
   return IsMatrix(i) && IsMatrix(a) && IsMatrix(bm);
 }
 
-bool TiledGenerator::RowsB(int i, const std::vector<int>& uses) const {
-  const TileOp& op = b_.tile_ops[i];
-  const int a = op.args[0], bm = op.args[1];
-  if (a == bm || b_.tile_ops[a].kind == TileOp::Kind::kConstant) return false;
-  if (b_.tile_ops[bm].kind != TileOp::Kind::kInput || uses[bm] != 1 || phase_[bm] != Phase::kLoop) return false;
-  const InputPlan& in = inputs_[bm];
-  const int rank = static_cast<int>(in.task_sizes.size());
-  if (!in.staged || in.width == 1 || !IsMatrix(bm) || in.vector_axis != rank - 2) return false;
-  return in.dtype == op.dtype && IsMatrix(i) && IsMatrix(a);
-}
-
 void TiledGenerator::PlanStepMma(const std::vector<int>& uses) {
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] >= 0) continue;
-    const bool rows = RowsB(static_cast<int>(i), uses);
+    const bool rows = op.dtype != DType::kF32 && RowsB(static_cast<int>(i), uses);
     const bool ring = rows || DirectB(static_cast<int>(i), uses);
     if (!ring && !ComputedB(static_cast<int>(i))) continue;
     matmuls_[i].b_tile = !ring;

@@ -333,12 +333,13 @@ class TiledGenerator {
   // key tile) on tensor cores where B is a loop tile of the ring that only
   // they read: B never widens into an f32 tile.
   void PlanStepMma(const std::vector<int>& uses);
-  // Whether step product i's B is a loop input of the product's dtype,
-  // read by it alone, whose vectors run along k (b_rows).
-  bool RowsB(int i, const std::vector<int>& uses) const;
-  // Whether matmul i's B is a 16-bit ring tile that only it reads, its
-  // vectors along N, in the product's dtype (what the direct forms need).
-  bool DirectB(int i, const std::vector<int>& uses) const;
+  // Whether matmul i's B is a loop input with vectors that only it reads,
+  // in the product's dtype, its vectors along axis rank - 1 - from_last.
+  bool VectorB(int i, const std::vector<int>& uses, int from_last) const;
+  // Such a B with its vectors along N (what the direct forms need).
+  bool DirectB(int i, const std::vector<int>& uses) const { return VectorB(i, uses, 0); }
+  // Such a B with its vectors along k (b_rows: a step product's rows of n).
+  bool RowsB(int i, const std::vector<int>& uses) const { return VectorB(i, uses, 1); }
   // Whether matmul i, with 16-bit operands, reads a computed matrix tile
   // as B (a step's product may take it from its f32 tile).
   bool ComputedB(int i) const;

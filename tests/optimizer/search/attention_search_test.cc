@@ -258,13 +258,6 @@ TEST(AttentionSearch, RescaledBlocksRoundTripAndBadOnesAreRejected) {
               ::testing::HasSubstr("loop axis or an axis read whole"));
 }
 
-void ExpectCompilesForHopper(const jit::NvrtcApi& nvrtc, const codegen::KernelSource& source) {
-  jit::CompileOptions options;
-  options.arch = "sm_90";
-  absl::StatusOr<std::string> cubin = jit::CompileToCubin(nvrtc, codegen::AssembleSource(source.source), options);
-  EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
-}
-
 // Every kernel the search emits for attention compiles (NVRTC needs no GPU).
 TEST(AttentionSearch, TheChosenKernelsCompile) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();

@@ -96,11 +96,7 @@ TEST(MlaSearch, TheUpProjectionsAreAbsorbedIntoOneKernel) {
       const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
       absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
       if (!source.ok()) continue;  // tiles past shared memory: the search skips these too
-      jit::CompileOptions options;
-      options.arch = "sm_90";
-      absl::StatusOr<std::string> cubin =
-          jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), options);
-      EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source->source;
+      ExpectCompilesForHopper(**nvrtc, *source);
       ++compiled;
       rows_b += source->source.find("load_b_fragment_rows") != std::string::npos;
       shared_ring += source->source.find("the same elements as x") != std::string::npos;

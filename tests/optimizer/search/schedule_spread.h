@@ -1,12 +1,18 @@
-// Test helper: a spread of the schedule variants of a found candidate (the
-// tile sizes and loop splits the search chooses among), so that tests cover
-// more of what the code generator can be asked for than the one schedule
-// the cost model picks.
+// Test helpers for the search's kernels: a spread of the schedule variants
+// of a found candidate (the tile sizes and loop splits the search chooses
+// among), so that tests cover more of what the code generator can be asked
+// for than the one schedule the cost model picks; and the check that a
+// generated kernel compiles for Hopper (NVRTC needs no GPU).
 #ifndef KILN_TESTS_OPTIMIZER_SEARCH_SCHEDULE_SPREAD_H_
 #define KILN_TESTS_OPTIMIZER_SEARCH_SCHEDULE_SPREAD_H_
 
+#include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
 #include "optimizer/search/enumerate.h"
 
 namespace kiln::search {
@@ -22,6 +28,13 @@ inline std::vector<Schedule> ScheduleSpread(const Region& region, const Schedule
     out.push_back(all[static_cast<size_t>((at - static_cast<double>(static_cast<size_t>(at))) * all.size())]);
   }
   return out;
+}
+
+inline void ExpectCompilesForHopper(const jit::NvrtcApi& nvrtc, const codegen::KernelSource& source) {
+  jit::CompileOptions options;
+  options.arch = "sm_90";
+  absl::StatusOr<std::string> cubin = jit::CompileToCubin(nvrtc, codegen::AssembleSource(source.source), options);
+  EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
 }
 
 }  // namespace kiln::search
