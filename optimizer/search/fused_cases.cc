@@ -69,6 +69,15 @@ FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_
                 matmul(softmax(matmul(q, k), -1), v));
 }
 
+FusedCase RowKeysAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys, DType dtype,
+                               Device device) {
+  Tensor q = Leaf({batch, queries, head_dim}, 1, 20, dtype, device);
+  Tensor k = Leaf({batch, keys, head_dim}, 0.1, 21, dtype, device);
+  Tensor v = Leaf({batch, keys, head_dim}, 1, 22, dtype, device);
+  return Finish(absl::StrCat("row_keys_attention_", batch, "x", queries, "x", head_dim, "x", keys), {q, k, v},
+                matmul(softmax(matmul(q, transpose(k, 1, 2)), -1), v));
+}
+
 FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys, DType dtype,
                               Device device) {
   Tensor q = Leaf({batch, queries, head_dim}, 1, 13, dtype, device);

@@ -34,6 +34,11 @@ FusedCase LoraCase(int64_t m, int64_t k, int64_t n, int64_t r, DType dtype = DTy
 FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
                         DType dtype = DType::kF16, Device device = Device::Cpu());
 
+// The same with K stored by rows, [batch, keys, head_dim] (SDPA's and a KV
+// cache's layout): softmax(Q @ K^T) @ V, K^T a transposed view.
+FusedCase RowKeysAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
+                               DType dtype = DType::kF16, Device device = Device::Cpu());
+
 // Attention with QK-norm: softmax(rms(Q, -1) @ rms(K, -2)) @ V, rms in f32
 // (without a weight), as peers.py's qknorm_gqa cases write it.
 FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,

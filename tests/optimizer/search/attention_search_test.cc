@@ -304,6 +304,32 @@ TEST(AttentionSearch, ScheduleVariantsCompile) {
   }
 }
 
+// K stored by rows ([batch, keys, head_dim], K^T a transposed view): the
+// search finds the same online softmax; the kernels load K's tiles as
+// vectors along the head dim and, in f16, read them as the rows of the
+// scores' B (ldmatrix without .trans); they verify and compile.
+TEST(AttentionSearch, KeysStoredByRowsAreReadAsRows) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const FusedCase& c : {RowKeysAttentionCase(2, 256, 64, 4096), RowKeysAttentionCase(3, 17, 16, 300)}) {
+    SCOPED_TRACE(c.name);
+    const Candidate found = FoundAndVerified(c, 61);
+    if (found.ops.empty() || !nvrtc.ok()) continue;
+    int compiled = 0, rows_b = 0;
+    for (const Schedule& s : ScheduleSpread(c.region, found.schedule, 6)) {
+      Candidate candidate = found;
+      candidate.schedule = s;
+      const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
+      absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
+      if (!source.ok()) continue;  // tiles past shared memory: the search skips these too
+      ExpectCompilesForHopper(**nvrtc, *source);
+      ++compiled;
+      rows_b += source->source.find("load_b_fragment_rows") != std::string::npos;
+    }
+    EXPECT_GE(compiled, 4);
+    if (c.region.class_size[2] == Dim(64)) EXPECT_GE(rows_b, 1);
+  }
+}
+
 // Decode (one query row) with 16 keys a step per warp: the warps share out
 // the step's keys (each its own running max, sums and P@V fragments, one
 // barrier a step, all 8 warps on tensor cores), and the kernels compile;

@@ -38,7 +38,7 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
 }
 
 struct Runs {
-  int split = 0, tensor_cores = 0, keys_shared = 0;
+  int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0;
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -78,6 +78,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     if (!source.ok()) continue;  // tiles past shared memory: the search skips these too
     runs.split += s.loop_split > 1;
     runs.tensor_cores += source->matmul_path == codegen::MatmulPath::kTensorCores;
+    runs.rows_b += source->source.find("load_b_fragment_rows") != std::string::npos;
     runs.keys_shared += source->mma_warps == s.threads / 32 && source->step_barriers == 1 &&
                         source->source.find("each warp 16 keys") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
@@ -116,6 +117,23 @@ TEST(GpuAttention, QkNormMatchesTheCpu) {
     }
   }
   EXPECT_GE(runs.split, 6);
+}
+
+// K stored by rows (K^T a transposed view): its tiles load as vectors along
+// the head dim, and the scores read them as the rows of B.
+TEST(GpuAttention, KeysStoredByRowsMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  const std::vector<std::array<int64_t, 4>> shapes = {{3, 1, 16, 300}, {2, 17, 64, 4097}, {1, 127, 128, 513}};
+  Runs runs;
+  for (const auto& [b, q, d, keys] : shapes) {
+    for (DType dtype : {DType::kF16, DType::kF32}) {
+      SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
+      RunSchedules(*executor, RowKeysAttentionCase(b, q, d, keys, dtype), dtype, 3, runs);
+    }
+  }
+  EXPECT_GE(runs.split, 6);
+  EXPECT_GE(runs.rows_b, 3) << "f16 scores reading K's rows on tensor cores";
 }
 
 // MLA from its naive form (K and V up-projected from the latent cache):
