@@ -4,6 +4,7 @@
 // combine, which brings each block's sums to the max of their running
 // maxes), odd shapes included; outputs poisoned first (GraphRunner).
 #include <array>
+#include <functional>
 
 #include "gtest/gtest.h"
 #include "optimizer/cuda_executor.h"
@@ -104,18 +105,29 @@ TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
   EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
 }
 
-// QK-norm fused into attention (Q normalized before the loop, K each step).
-TEST(GpuAttention, QkNormMatchesTheCpu) {
-  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
-  if (!executor) GTEST_SKIP() << InitCuda().message();
+// A variant of attention at three odd shapes (decode, a 17-query tile
+// with a tail of keys, 127 queries), f16 and f32, each with RunSchedules'
+// splits and 3 more schedules.
+Runs RunVariant(CudaExecutor& executor,
+                const std::function<FusedCase(int64_t, int64_t, int64_t, int64_t, DType)>& make) {
   const std::vector<std::array<int64_t, 4>> shapes = {{3, 1, 16, 300}, {2, 17, 64, 4097}, {1, 127, 128, 513}};
   Runs runs;
   for (const auto& [b, q, d, keys] : shapes) {
     for (DType dtype : {DType::kF16, DType::kF32}) {
       SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
-      RunSchedules(*executor, QkNormAttentionCase(b, q, d, keys, dtype), dtype, 3, runs);
+      RunSchedules(executor, make(b, q, d, keys, dtype), dtype, 3, runs);
     }
   }
+  return runs;
+}
+
+// QK-norm fused into attention (Q normalized before the loop, K each step).
+TEST(GpuAttention, QkNormMatchesTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  const Runs runs = RunVariant(*executor, [](int64_t b, int64_t q, int64_t d, int64_t keys, DType dtype) {
+    return QkNormAttentionCase(b, q, d, keys, dtype);
+  });
   EXPECT_GE(runs.split, 6);
 }
 
@@ -124,14 +136,9 @@ TEST(GpuAttention, QkNormMatchesTheCpu) {
 TEST(GpuAttention, KeysStoredByRowsMatchTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
-  const std::vector<std::array<int64_t, 4>> shapes = {{3, 1, 16, 300}, {2, 17, 64, 4097}, {1, 127, 128, 513}};
-  Runs runs;
-  for (const auto& [b, q, d, keys] : shapes) {
-    for (DType dtype : {DType::kF16, DType::kF32}) {
-      SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype));
-      RunSchedules(*executor, RowKeysAttentionCase(b, q, d, keys, dtype), dtype, 3, runs);
-    }
-  }
+  const Runs runs = RunVariant(*executor, [](int64_t b, int64_t q, int64_t d, int64_t keys, DType dtype) {
+    return RowKeysAttentionCase(b, q, d, keys, dtype);
+  });
   EXPECT_GE(runs.split, 6);
   EXPECT_GE(runs.rows_b, 3) << "f16 scores reading K's rows on tensor cores";
 }

@@ -13,6 +13,7 @@
 #include "jit/nvrtc_compiler.h"
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/generate.h"
+#include "optimizer/search/candidate.h"
 #include "optimizer/search/enumerate.h"
 
 namespace kiln::search {
@@ -35,6 +36,33 @@ inline void ExpectCompilesForHopper(const jit::NvrtcApi& nvrtc, const codegen::K
   options.arch = "sm_90";
   absl::StatusOr<std::string> cubin = jit::CompileToCubin(nvrtc, codegen::AssembleSource(source.source), options);
   EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
+}
+
+// The kernels of `found` under ScheduleSpread's schedules that the code
+// generator emits (tiles past shared memory it refuses, as the search
+// skips them), each checked to compile for Hopper.
+inline std::vector<codegen::KernelSource> CompiledSpread(const jit::NvrtcApi& nvrtc, const Region& region,
+                                                         const Candidate& found, size_t count) {
+  std::vector<codegen::KernelSource> out;
+  for (const Schedule& s : ScheduleSpread(region, found.schedule, count)) {
+    Candidate candidate = found;
+    candidate.schedule = s;
+    absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(region, candidate, region.class_size);
+    EXPECT_TRUE(graph.ok()) << graph.status();
+    if (!graph.ok()) continue;
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
+    if (!source.ok()) continue;
+    ExpectCompilesForHopper(nvrtc, *source);
+    out.push_back(*std::move(source));
+  }
+  return out;
+}
+
+// How many of `sources` contain `text`.
+inline int Containing(const std::vector<codegen::KernelSource>& sources, const std::string& text) {
+  int n = 0;
+  for (const codegen::KernelSource& s : sources) n += s.source.find(text) != std::string::npos;
+  return n;
 }
 
 }  // namespace kiln::search
