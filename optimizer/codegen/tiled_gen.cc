@@ -513,7 +513,7 @@ absl::Status TiledGenerator::Generate() {
   DeclareShifts();
   if (scratch_ > 0) e_.Linef("float* const scratch = smem + ", buffers_, ";");
   for (size_t i = 0; i < n; ++i) {
-    if (inputs_[i].ring_of >= 0) {
+    if (inputs_[i].ring && inputs_[i].ring_of >= 0) {
       e_.Linef("uint4* const ring", i, " = ring", inputs_[i].ring_of, ";  // the same elements as x", inputs_[i].ring_of,
                "'s");
     } else if (inputs_[i].ring) {

@@ -247,7 +247,10 @@ void TiledGenerator::PlanRing(int64_t max_stages, int64_t* loop_registers) {
     }
     if (inputs_[i].ring_of < 0) step_bytes += 16 * inputs_[i].tasks;
   }
-  if (step_bytes == 0 || kRingBytes / step_bytes < 2) return;
+  if (step_bytes == 0 || kRingBytes / step_bytes < 2) {
+    for (InputPlan& plan : inputs_) plan.ring_of = -1;  // no ring to share
+    return;
+  }
   stages_ = std::min(max_stages, kRingBytes / step_bytes);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (!eligible(i)) continue;
