@@ -136,7 +136,8 @@ int64_t SharedMemoryBytes(const BlockGraph& block) {
       return stages * (block.tiles.m * block.tiles.k + block.tiles.k * block.tiles.n) * element;
     }
     case BlockKind::kTiled: {
-      // Every tile is an f32 buffer in shared memory (the code generator's plan).
+      // Every tile as an f32 buffer in shared memory: a bound, as tiles read
+      // from the ring or registers take none (the code generator plans them).
       auto tiles = AnalyzeTiles(block);
       if (!tiles.ok()) return 0;
       int64_t bytes = 0;

@@ -15,7 +15,8 @@ struct DeviceLimits {
   int64_t max_shared_memory_per_block = 227 * 1024;  // the opt-in limit on Hopper
 };
 
-// Shared memory a block of this graph uses, in bytes (static + dynamic).
+// Shared memory a block of this graph uses, in bytes (static + dynamic); for
+// a tiled block, a bound: a buffer per tile (the code generator plans less).
 int64_t SharedMemoryBytes(const BlockGraph& block);
 
 // InvalidArgument describing the first problem found.

@@ -57,7 +57,7 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
       PlanARing(static_cast<int>(i));
       continue;
     }
-    const int64_t rows = RowAxis(static_cast<int>(i)).size, vectors = in.task_sizes.back();
+    const int64_t rows = RowAxis(static_cast<int>(i)).size, vectors = in.row_vectors();
     // A thread's vectors all sit in one column of vectors.
     if (b_.threads % vectors != 0 || rows * in.width > registers) continue;
     registers -= rows * in.width;
@@ -129,7 +129,7 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   }
   // B's ring: rows of k with 8 vectors or more along n (swizzled for
   // ldmatrix .trans), or rows of n with its vectors along k (b_rows).
-  const int64_t row_vectors = in.task_sizes.empty() ? 0 : in.task_sizes[in.order.back()];
+  const int64_t row_vectors = in.row_vectors();
   if (!b_tile && !matmuls_[i].b_rows &&
       (in.vector_axis != static_cast<int>(in.task_sizes.size()) - 1 || row_vectors % 8 != 0 ||
        cols != row_vectors * in.width)) {
@@ -176,7 +176,7 @@ void TiledGenerator::PlanARing(int i) {
     // ldmatrix reads 8 rows of 16 bytes, conflict-free where the ring is
     // swizzled (8 vectors a row at least); the elements are the operands
     // as they are (no rounding).
-    if (in.dtype != op.dtype || in.task_sizes.back() % 8 != 0) return;
+    if (in.dtype != op.dtype || in.row_vectors() % 8 != 0) return;
     in.swizzle = true;
   }
   in.cross_read = true;
@@ -225,7 +225,7 @@ void TiledGenerator::EmitMmaA(int i) {
   const bool whole_rows = plan.rows % 16 == 0;
   if (plan.a_ring) {
     // Lane q * 8 + r gives row r (+ 8 for odd q) of 8x8 matrix q.
-    const int64_t va = inputs_[a].task_sizes.back();
+    const int64_t va = inputs_[a].row_vectors();
     const bool x4 = plan.rows > 8;
     e_.Linef("const int q = lane >> 3, ar = m0 + (lane & 7)", x4 ? " + (q & 1) * 8" : "", ";");
     const std::string row =
@@ -262,16 +262,15 @@ void TiledGenerator::EmitMmaB(int i, const std::string& v) {
   const MatmulPlan& plan = matmuls_[i];
   const int bm = op.args[1];
   e_.Line("unsigned fb[2];");
+  const int64_t vectors = inputs_[bm].row_vectors();
   if (plan.b_rows) {
     // Lane l (of 0-15) gives row n = 8 v + l % 8 of the ring, at k vector 2 c + l / 8.
-    const int64_t vectors = inputs_[bm].task_sizes[inputs_[bm].order.back()];
     e_.Linef("load_b_fragment_rows(fb, &",
              RingSlot(bm, "stage", absl::StrCat("(", v, " * 8 + (lane & 7)) * ", vectors, " + c * 2 + ((lane >> 3) & 1)")),
              ");");
     return;
   }
   if (!plan.b_tile) {
-    const int64_t vectors = inputs_[bm].task_sizes.back();
     e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", vectors, " + ", v)), ");");
     return;
   }

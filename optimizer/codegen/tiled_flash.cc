@@ -238,7 +238,7 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; v += 2)"));
   e_.Line("unsigned fb[4];");
   e_.Linef("load_b_fragments_trans_x2(fb, &",
-           RingSlot(b, "stage", absl::StrCat("k * ", inputs_[b].task_sizes.back(), " + ", first, " + v + (lane >> 4)")),
+           RingSlot(b, "stage", absl::StrCat("k * ", inputs_[b].row_vectors(), " + ", first, " + v + (lane >> 4)")),
            ");");
   e_.Linef(mma, "(", acc, "[v], fa, fb);");
   e_.Linef(mma, "(", acc, "[v + 1], fa, fb + 2);");

@@ -169,13 +169,14 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   if (stages_ > 0) {
     constexpr int64_t kLine = 32;  // floats
     auto aligned = [](int64_t floats) { return (floats + kLine - 1) / kLine * kLine; };
-    int64_t at = aligned(buffers_ + scratch_);
+    const int64_t start = aligned(buffers_ + scratch_);
+    int64_t at = start;
     for (size_t i = 0; i < n; ++i) {
       if (!inputs_[i].ring || inputs_[i].ring_of >= 0) continue;
       inputs_[i].ring_offset = at;
       at = aligned(at + stages_ * inputs_[i].tasks * 4);
     }
-    int64_t before = aligned(buffers_ + scratch_);
+    int64_t before = start;
     for (int i : in_ring_space) {
       offsets_[i] = before;
       before += tiles_[i].padded_floats();

@@ -144,8 +144,7 @@ class TiledGenerator {
   // Where task `task` of input i sits within a stage (swizzled or not).
   std::string SlotIndex(int i, const std::string& task) const {
     const InputPlan& plan = inputs_[i];
-    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.task_sizes[plan.order.back()], " & 7))")
-                        : task;
+    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.row_vectors(), " & 7))") : task;
   }
   // Element (row, col) of input i's rank-2 ring tile at `stage`, widened to
   // f32 (vectors run along its last axis, tasks in row-major order).
@@ -262,6 +261,9 @@ class TiledGenerator {
     // Widened into its f32 tile; false where every reader takes its values
     // from the ring (direct matmuls, sums of it computed in registers).
     bool tile = true;
+    // The slots of one row of its tasks: the count along the axis the
+    // tasks walk fastest (its vectors' axis, where it has vectors).
+    int64_t row_vectors() const { return order.empty() ? 0 : task_sizes[order.back()]; }
   };
 
   Emitter& e_;

@@ -374,7 +374,7 @@ void TiledGenerator::ShareRings() {
 std::string TiledGenerator::RingElement(int i, const std::string& stage, const std::string& row,
                                         const std::string& col) const {
   const InputPlan& plan = inputs_[i];
-  const int64_t per_row = plan.task_sizes.back(), width = plan.width;
+  const int64_t per_row = plan.row_vectors(), width = plan.width;
   // Slot (row, col / width), swizzled like RingSlot, then the element.
   const std::string index =
       plan.swizzle

@@ -1,9 +1,9 @@
 #include "optimizer/search/superoptimize.h"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <set>
 #include <thread>
