@@ -16,6 +16,7 @@
 #include "models/random_weights.h"
 #include "ops/ops.h"
 #include "optimizer/cuda_executor.h"
+#include "optimizer/search_trace.h"
 
 namespace kiln::cli {
 namespace {
@@ -58,6 +59,14 @@ int BenchGpu() {
   if (absl::Status s = InitCuda(); !s.ok()) return Fail(s);
   std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
   std::printf("device: %s\n", gpu->context().info().ToString().c_str());
+  if (absl::GetFlag(FLAGS_superoptimize)) {
+    // Searched kernels for every new trace's regions (cold: each searched once).
+    TraceSearchOptions options;
+    options.search.cache_dir = dir;
+    options.log = absl::GetFlag(FLAGS_search_log);
+    EnableSuperoptimizer(*gpu, options);
+    std::printf("superoptimizer: on\n");
+  }
 
   // A decoder layer: the 1B shape with one layer and a small vocabulary.
   models::LlamaConfig layer_config = models::Llama1BShapedConfig(2048);

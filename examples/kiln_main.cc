@@ -19,7 +19,7 @@ constexpr char kUsage[] =
     "           stream generated text to stdout; tokens/s to stderr\n"
     "  bench generate --model PATH [--steps N] [--repeat R]\n"
     "           prefill and decode tokens/s on the CPU, and where the time goes\n"
-    "  bench gpu [--steps N]\n"
+    "  bench gpu [--steps N] [--superoptimize [--search-log]]\n"
     "           GPU runtime: decoder-layer cold/warm latency, 1B-shaped decode ms/token\n"
     "  bench fused [--cases a,b] [--out fused.json] [--budget S] [--time-top N]\n"
     "           the fused-op suite (peers.py's cases) on the GPU: kernel us, search time\n"

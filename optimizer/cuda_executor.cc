@@ -127,19 +127,22 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanFor(
       return it->second;
     }
   }
-  absl::StatusOr<std::shared_ptr<const Plan>> plan = BuildPlan(trace, in_place);
+  int fused = 0;
+  absl::StatusOr<std::shared_ptr<const Plan>> plan = BuildPlan(trace, in_place, &fused);
   if (!plan.ok()) return plan.status();
   absl::MutexLock lock(&mu_);
   ++stats_.plans_built;
+  stats_.regions_fused += fused;
   plans_[key] = *plan;
   return *plan;
 }
 
 absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPlan(
-    const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
+    const Trace& trace, const absl::flat_hash_set<const Node*>& in_place, int* fused) {
   lowering::LowerOptions options;
   options.in_place_updates = in_place;
   if (region_search_) options.fused = region_search_(trace);
+  *fused = static_cast<int>(options.fused.size());
   absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(trace, options);
   if (!lowered.ok()) return lowered.status();
   if (absl::Status s = ugraph::Validate(lowered->graph, limits()); !s.ok()) {

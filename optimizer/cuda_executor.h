@@ -30,6 +30,7 @@ struct CudaExecutorStats {
   int64_t plan_hits = 0;      // traces that reused a plan
   int64_t kernels_compiled = 0;  // NVRTC compiles (not served by the kernel cache)
   int64_t launches = 0;
+  int64_t regions_fused = 0;     // searched kernels in the plans built (see set_region_search)
   // With profiling on (set_profile): host time in Run until the last launch
   // is queued, and GPU time from the first launch to the last kernel's end.
   double host_seconds = 0;
@@ -85,8 +86,10 @@ class CudaExecutor : public Executor {
   CudaExecutor(jit::CudaContext& context, std::unique_ptr<jit::KernelCache> kernel_cache,
                std::shared_ptr<Storage> error_word);
   absl::StatusOr<std::shared_ptr<const Plan>> PlanFor(const Trace& trace);
+  // `fused`: how many searched kernels the plan runs.
   absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const Trace& trace,
-                                                        const absl::flat_hash_set<const Node*>& in_place);
+                                                        const absl::flat_hash_set<const Node*>& in_place,
+                                                        int* fused);
   // Compile() for a graph already validated against limits().
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> CompileValid(ugraph::KernelGraph graph);
 

@@ -214,12 +214,31 @@ class Lowering {
       if (f.root == group.anchor) fused = &f;
     }
     KILN_CHECK(fused != nullptr && fused->graph.kernels.size() == 1, "lowering: a fused group without its kernel");
+    // An input read through views (a slice of the KV cache) is its buffer
+    // with those views in front of each of the kernel's own.
     std::vector<int> rename;
-    for (const Node* in : fused->inputs) rename.push_back(TensorOf(in));
+    std::vector<Chain> through;
+    for (const Node* in : fused->inputs) {
+      Chain chain;
+      const Node* base = in;
+      while (!HasBuffer(base) && IsView(base->op)) {
+        chain = Prepend(StepOf(base), chain);
+        base = base->inputs[0].get();
+      }
+      KILN_CHECK(HasBuffer(base), "lowering: a searched kernel reads a value without a buffer");
+      rename.push_back(TensorOf(base));
+      through.push_back(std::move(chain));
+    }
     rename.push_back(TensorOf(group.anchor));
     const ugraph::Kernel& kernel = fused->graph.kernels[0];
     block_ = kernel.block;
-    for (ugraph::InputIterator& it : block_.inputs) it.view.tensor = rename[it.view.tensor];
+    for (ugraph::InputIterator& it : block_.inputs) {
+      const int input = it.view.tensor;
+      it.view.tensor = rename[input];
+      if (through[input].empty()) continue;
+      it.view.source_shape = out_.graph.tensors[it.view.tensor].shape;
+      it.view.steps.insert(it.view.steps.begin(), through[input].begin(), through[input].end());
+    }
     for (ugraph::OutputSaver& o : block_.outputs) o.tensor = rename[o.tensor];
     for (int t : kernel.inputs) kernel_inputs_.insert(rename[t]);
     for (int t : kernel.outputs) outputs->push_back(rename[t]);

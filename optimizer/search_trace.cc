@@ -19,24 +19,37 @@ int Anchors(const search::Region& region) {
   return n;
 }
 
-bool Concrete(const search::Region& region) {
-  for (const Dim& d : region.class_size) {
-    if (!d.is_concrete()) return false;
-  }
-  return true;
+// A region input the lowering can read: a buffer, or a view of one (a view
+// of a value computed outside the region gets a buffer under the view; a
+// source's has none).
+bool Readable(const Node* in, const absl::flat_hash_set<const Node*>& inside) {
+  const Node* base = in;
+  while (!base->is_realized() && IsView(base->op)) base = base->inputs[0].get();
+  return base->is_realized() || (!IsSource(base->op) && !inside.contains(base));
 }
 
-absl::StatusOr<double> TimeGraph(CudaExecutor& executor, const ugraph::KernelGraph& graph) {
-  absl::StatusOr<std::unique_ptr<GraphRunner>> runner = GraphRunner::Create(executor, graph);
+// Each symbol of the region's sizes at its largest value.
+Bindings LargestBindings(const search::Region& region) {
+  Bindings bindings;
+  for (const Dim& d : region.class_size) {
+    for (const Dim::Term& t : d.terms()) bindings.Set(Symbol(t.symbol->name, t.symbol->max_value), t.symbol->max_value);
+  }
+  return bindings;
+}
+
+absl::StatusOr<double> TimeGraph(CudaExecutor& executor, const ugraph::KernelGraph& graph, const Bindings& bindings) {
+  absl::StatusOr<std::unique_ptr<GraphRunner>> runner = GraphRunner::Create(executor, graph, bindings);
   if (!runner.ok()) return runner.status();
   return (*runner)->TimeMicroseconds(10, 10);
 }
 
 // The region under the default lowering, on zero-filled GPU inputs.
-absl::StatusOr<double> TimeDefault(CudaExecutor& executor, const search::Region& region) {
+absl::StatusOr<double> TimeDefault(CudaExecutor& executor, const search::Region& region, const Bindings& bindings) {
   std::vector<Tensor> inputs;
   for (const Node* in : region.inputs) {
-    Tensor t = to(zeros(in->shape, in->dtype), Device::Cuda());
+    absl::StatusOr<Extents> sizes = in->shape.Evaluate(bindings);
+    if (!sizes.ok()) return sizes.status();
+    Tensor t = to(zeros(Shape::FromExtents(*sizes), in->dtype), Device::Cuda());
     if (absl::Status s = t.realize(); !s.ok()) return s;
     inputs.push_back(std::move(t));
   }
@@ -45,13 +58,12 @@ absl::StatusOr<double> TimeDefault(CudaExecutor& executor, const search::Region&
   if (!trace.ok()) return trace.status();
   absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(*trace);
   if (!lowered.ok()) return lowered.status();
-  return TimeGraph(executor, lowered->graph);
+  return TimeGraph(executor, lowered->graph, bindings);
 }
 
 }  // namespace
 
-std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor& executor,
-                                               const TraceSearchOptions& options) {
+std::vector<lowering::FusedRegion> FuseTraceRegions(const Trace& trace, const RegionSearchFn& search) {
   absl::flat_hash_map<const Node*, std::vector<const Node*>> consumers;
   for (const Node* n : trace.nodes()) {
     if (n->is_realized()) continue;
@@ -63,7 +75,7 @@ std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor&
   const std::vector<Node*>& nodes = trace.nodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* root = *it;
-    if (root->is_realized() || claimed.contains(root) || root->device.type != DeviceType::kCuda) continue;
+    if (root->is_realized() || claimed.contains(root)) continue;
     // Two tries: the largest region whose values nobody outside reads (the
     // boundary grows until none is), then, if its search finds nothing, the
     // region of single-use values (smaller, easier to search).
@@ -88,27 +100,15 @@ std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor&
         if (kept.size() == before) break;
         region = search::ExtractRegion(root, boundary);
       }
-      if (!region.ok() || Anchors(*region) < 2 || !Concrete(*region)) continue;
+      if (!region.ok() || Anchors(*region) < 2) continue;
       if (chosen_region && region->nodes.size() == chosen_region->nodes.size()) continue;  // the same region
+      const absl::flat_hash_set<const Node*> inside(region->nodes.begin(), region->nodes.end());
       bool inputs_ok = true;
-      for (const Node* in : region->inputs) {
-        inputs_ok &= in->is_realized() || (!IsView(in->op) && !IsSource(in->op));
-      }
+      for (const Node* in : region->inputs) inputs_ok &= Readable(in, inside);
       if (!inputs_ok) continue;
-      search::SearchOptions opts = options.search;
-      opts.arch = executor.context().info().arch();
-      opts.time_graph = [&](const ugraph::KernelGraph& g) { return TimeGraph(executor, g); };
-      opts.precompile = [&](const std::vector<const ugraph::KernelGraph*>& g) { executor.Precompile(g); };
-      const search::Region& r = *region;
-      opts.time_default = [&]() { return TimeDefault(executor, r); };
-      absl::StatusOr<search::SearchResult> result = search::Superoptimize(r, opts);
-      if (options.log) {
-        std::fprintf(stderr, "kiln search: region of %zu ops ending in %s %s\n%s", r.ops.size(),
-                     std::string(OpName(root->op)).c_str(), root->shape.ToString().c_str(),
-                     result.ok() ? result->report.ToString().c_str() : result.status().ToString().c_str());
-      }
+      std::optional<ugraph::KernelGraph> graph = search(*region);
       chosen_region = *std::move(region);
-      if (result.ok() && result->graph) chosen_graph = *std::move(result->graph);
+      if (graph) chosen_graph = *std::move(graph);
     }
     if (!chosen_graph) continue;
     const search::Region* region = &*chosen_region;
@@ -116,6 +116,27 @@ std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor&
     fused.push_back({root, region->inputs, region->nodes, *std::move(chosen_graph)});
   }
   return fused;
+}
+
+std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor& executor,
+                                               const TraceSearchOptions& options) {
+  return FuseTraceRegions(trace, [&](const search::Region& r) -> std::optional<ugraph::KernelGraph> {
+    if (r.output->device.type != DeviceType::kCuda) return std::nullopt;
+    const Bindings bindings = LargestBindings(r);
+    search::SearchOptions opts = options.search;
+    opts.arch = executor.context().info().arch();
+    opts.time_graph = [&](const ugraph::KernelGraph& g) { return TimeGraph(executor, g, bindings); };
+    opts.precompile = [&](const std::vector<const ugraph::KernelGraph*>& g) { executor.Precompile(g); };
+    opts.time_default = [&]() { return TimeDefault(executor, r, bindings); };
+    absl::StatusOr<search::SearchResult> result = search::Superoptimize(r, opts);
+    if (options.log) {
+      std::fprintf(stderr, "kiln search: region of %zu ops ending in %s %s\n%s", r.ops.size(),
+                   std::string(OpName(r.output->op)).c_str(), r.output->shape.ToString().c_str(),
+                   result.ok() ? result->report.ToString().c_str() : result.status().ToString().c_str());
+    }
+    if (!result.ok() || !result->graph) return std::nullopt;
+    return *std::move(result->graph);
+  });
 }
 
 void EnableSuperoptimizer(CudaExecutor& executor, TraceSearchOptions options) {

@@ -7,6 +7,8 @@
 #ifndef KILN_OPTIMIZER_SEARCH_TRACE_H_
 #define KILN_OPTIMIZER_SEARCH_TRACE_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,17 @@ struct TraceSearchOptions {
   bool log = false;              // print each region's report to stderr
 };
 
+// The regions of `trace` worth searching, largest first, each handed to
+// `search`; the ones it returns a kernel graph for come back, claimed (no
+// later region overlaps them). A region may have symbolic sizes (a decode
+// step's KV length) and read its inputs through views (a slice of the KV
+// cache): the lowering folds those views into the kernel's reads.
+using RegionSearchFn = std::function<std::optional<ugraph::KernelGraph>(const search::Region&)>;
+std::vector<lowering::FusedRegion> FuseTraceRegions(const Trace& trace, const RegionSearchFn& search);
+
+// FuseTraceRegions with the superoptimizer as `search`, candidates timed on
+// the executor's GPU. A symbolic size is timed at its symbol's largest
+// value (a decode step at the longest context the model allows).
 std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor& executor,
                                                const TraceSearchOptions& options);
 

@@ -125,6 +125,11 @@ class ScopedTempDir {
     const ::absl::Status _kiln_status = (expr);                \
     EXPECT_TRUE(_kiln_status.ok()) << _kiln_status.ToString(); \
   } while (false)
+#define KILN_ASSERT_OK(expr)                                   \
+  do {                                                         \
+    const ::absl::Status _kiln_status = (expr);                \
+    ASSERT_TRUE(_kiln_status.ok()) << _kiln_status.ToString(); \
+  } while (false)
 
 MATCHER_P(StatusIs, code, "") { return arg.code() == code; }
 

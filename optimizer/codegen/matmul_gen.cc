@@ -9,6 +9,27 @@ namespace kiln::codegen {
 
 using ugraph::BlockGraph;
 
+namespace {
+
+std::vector<int> NonUnitAxes(const Shape& shape) {
+  std::vector<int> axes;
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (!(shape[d] == Dim(1))) axes.push_back(d);
+  }
+  return axes;
+}
+
+}  // namespace
+
+bool ReshapesUnitAxesOnly(const Shape& in, const Shape& out) {
+  const std::vector<int> a = NonUnitAxes(in), b = NonUnitAxes(out);
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!(in[a[i]] == out[b[i]])) return false;
+  }
+  return true;
+}
+
 int ContiguousDim(const ugraph::KernelGraph& graph, const ugraph::View& view) {
   const ugraph::DTensor& t = graph.tensors[view.tensor];
   int d = t.shape.rank() - 1;
@@ -32,9 +53,15 @@ int ContiguousDim(const ugraph::KernelGraph& graph, const ugraph::View& view) {
         break;
       case ugraph::ViewStep::Kind::kExpand:
         d += s.shape.rank() - in.rank();
+        if (in[d - (s.shape.rank() - in.rank())] == Dim(1) && !(s.shape[d] == Dim(1))) return -1;  // broadcast
         break;
       case ugraph::ViewStep::Kind::kReshape:
-        d = d == in.rank() - 1 ? s.shape.rank() - 1 : -1;
+        if (ReshapesUnitAxesOnly(in, s.shape) && !(in[d] == Dim(1))) {
+          const std::vector<int> from = NonUnitAxes(in), to = NonUnitAxes(s.shape);
+          d = to[std::find(from.begin(), from.end(), d) - from.begin()];
+        } else {
+          d = d == in.rank() - 1 ? s.shape.rank() - 1 : -1;
+        }
         break;
     }
     in = s.shape;

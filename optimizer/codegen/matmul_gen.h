@@ -15,6 +15,10 @@ absl::Status GenerateMatmul(Emitter& e, const ugraph::BlockGraph& block);
 // or -1 when that is unknown.
 int ContiguousDim(const ugraph::KernelGraph& graph, const ugraph::View& view);
 
+// Whether reshaping `in` to `out` only adds or drops size-1 axes (an
+// unsqueeze): the other axes keep their order, sizes and strides.
+bool ReshapesUnitAxesOnly(const Shape& in, const Shape& out);
+
 }  // namespace kiln::codegen
 
 #endif  // KILN_OPTIMIZER_CODEGEN_MATMUL_GEN_H_

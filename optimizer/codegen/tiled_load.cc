@@ -23,15 +23,20 @@ void TiledGenerator::PlanInput(int i, int64_t* registers) {
   }
   if (fast >= 0) plan.order.push_back(fast);
   // 16-byte vectors along the last axis when it is surely unit-stride: the
-  // view only permutes, slices and puts axes in front (a product's broadcast
-  // batch dims); reshapes and other expands can break runs.
+  // view only permutes, slices, adds or drops size-1 axes (an unsqueeze),
+  // and expands by putting axes in front or broadcasting size-1 ones (a
+  // product's broadcast batch dims, grouped KV heads; ContiguousDim says
+  // no axis when its own is broadcast). Other reshapes can break runs.
   bool plain_view = true;
   Shape in = view.source_shape;
   for (const ugraph::ViewStep& s : view.steps) {
-    bool prepends = s.kind == ugraph::ViewStep::Kind::kExpand && s.shape.rank() >= in.rank();
-    for (int d = 0; prepends && d < in.rank(); ++d) prepends = in[d] == s.shape[s.shape.rank() - in.rank() + d];
+    bool broadcasts = s.kind == ugraph::ViewStep::Kind::kExpand && s.shape.rank() >= in.rank();
+    for (int d = 0; broadcasts && d < in.rank(); ++d) {
+      broadcasts = in[d] == Dim(1) || in[d] == s.shape[s.shape.rank() - in.rank() + d];
+    }
+    const bool unsqueezes = s.kind == ugraph::ViewStep::Kind::kReshape && ReshapesUnitAxesOnly(in, s.shape);
     plain_view = plain_view && (s.kind == ugraph::ViewStep::Kind::kPermute ||
-                                s.kind == ugraph::ViewStep::Kind::kSlice || prepends);
+                                s.kind == ugraph::ViewStep::Kind::kSlice || broadcasts || unsqueezes);
     in = s.shape;
   }
   const int64_t width = 16 / static_cast<int64_t>(DTypeSize(plan.dtype));

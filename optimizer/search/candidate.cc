@@ -20,16 +20,25 @@ std::string Schedule::ToString(const Region& region) const {
   return out;
 }
 
-std::vector<int> BroadcastBatchClasses(const Region& region, int op_index) {
-  const size_t rank = region.ops[op_index].classes.size();
-  std::vector<int> lead;
+std::vector<int> IteratorClasses(const Region& region, int op_index) {
+  const std::vector<int>& own = region.ops[op_index].classes;
+  std::vector<int> widest = own;
+  if (own.size() < 2) return widest;
   for (const RegionOp& op : region.ops) {
-    if (op.kind != RegionOp::Kind::kMatmul || op.classes.size() <= rank) continue;
+    if (op.kind != RegionOp::Kind::kMatmul || op.classes.size() < own.size()) continue;
     if (std::find(op.args.begin(), op.args.end(), op_index) == op.args.end()) continue;
-    std::vector<int> mine(op.classes.begin(), op.classes.end() - static_cast<std::ptrdiff_t>(rank));
-    if (lead.size() < mine.size()) lead = std::move(mine);
+    // The operand's batch dims line up with the product's last ones.
+    const size_t lead = op.classes.size() - own.size();
+    std::vector<int> mine(op.classes.begin(), op.classes.begin() + static_cast<std::ptrdiff_t>(lead));
+    for (size_t d = 0; d + 2 < own.size(); ++d) {
+      const int c = own[d], product = op.classes[lead + d];
+      const bool broadcast = region.class_size[c] == Dim(1) && !(region.class_size[product] == Dim(1));
+      mine.push_back(broadcast ? product : c);
+    }
+    mine.insert(mine.end(), own.end() - 2, own.end());
+    if (mine.size() > widest.size() || (mine.size() == widest.size() && widest == own)) widest = std::move(mine);
   }
-  return lead;
+  return widest;
 }
 
 absl::StatusOr<ugraph::KernelGraph> Instantiate(const Region& region, const Candidate& candidate,
@@ -84,17 +93,15 @@ absl::StatusOr<ugraph::KernelGraph> Instantiate(const Region& region, const Cand
       it.view.steps.push_back(std::move(step));
     }
     // An operand that a product broadcasts over its batch dims is read
-    // through an expand with those dims in front (their stride 0).
-    std::vector<int> classes = BroadcastBatchClasses(region, op_index);
-    if (!classes.empty()) {
+    // through an expand to them.
+    const std::vector<int> classes = IteratorClasses(region, op_index);
+    if (classes != op.classes) {
       ugraph::ViewStep step;
       step.kind = ugraph::ViewStep::Kind::kExpand;
       for (int c : classes) step.shape.push_back(sizes[c]);
-      for (const Dim& d : it.view.shape) step.shape.push_back(d);
       it.view.shape = step.shape;
       it.view.steps.push_back(std::move(step));
     }
-    classes.insert(classes.end(), op.classes.begin(), op.classes.end());
     for (size_t d = 0; d < classes.size(); ++d) {
       const int c = classes[d];
       if (sizes[c] == Dim(1)) continue;

@@ -42,11 +42,14 @@ struct Candidate {
   std::vector<int> iterator_ops;
 };
 
-// The batch dims (classes) that a product of the region broadcasts region
-// op `op_index` (an input, or a permute of one) over: the leading dims of
-// the widest product reading it that it lacks (MLA's latent cache, shared
-// by the heads). An iterator reads it expanded to them.
-std::vector<int> BroadcastBatchClasses(const Region& region, int op_index);
+// The classes of the axes an iterator over region op `op_index` (an input,
+// or a permute of one) delivers: the op's own, widened to the widest product
+// that reads it. Batch dims the op lacks are put in front (MLA's latent
+// cache, shared by the heads), and a batch dim of size 1 where the product's
+// is larger takes the product's class (grouped-query attention's K and V,
+// shared by a group of query heads). Where they differ from the op's own
+// classes, the iterator reads it through an expand (stride 0 along those).
+std::vector<int> IteratorClasses(const Region& region, int op_index);
 
 // The uGraph of the candidate with the classes at `sizes`: tensors t0..tn-1
 // the region's inputs, tn its output; one kTiled kernel.

@@ -129,9 +129,10 @@ class Enumerator {
     return op.kind == RegionOp::Kind::kPermute && region_.ops[op.args[0]].kind == RegionOp::Kind::kInput;
   }
 
-  // Normalizations (QK-norm's rms of Q and of K): elementwise ops and
-  // keepdim sums over classes the mapping reads whole, on inputs and
-  // constants alone, that include a sum. Each is computed where its inputs
+  // Normalizations (QK-norm's rms of Q and of K) and operand prologues:
+  // elementwise ops and keepdim sums over classes the mapping reads whole,
+  // on inputs and constants alone, that include a sum or that only
+  // products read. Each is computed where its inputs
   // are read, as the region writes it, and the search sees only its
   // result, as a leaf: the ops inside need no search (their reductions are
   // whole, so tiling cannot change them), and searching them too would put
@@ -161,16 +162,21 @@ class Enumerator {
         sums[i] = true;
       }
     }
-    // The ones with a sum, and what they read.
+    // The ones with a sum, the ones only products read (an operand's
+    // prologue: attention's q scaled by 1/sqrt(d)), and what they read.
     std::vector<bool> out(n, false);
     for (size_t i = n; i-- > 0;) {
       if (!local[i]) continue;
-      bool read_by_one = false;
+      bool read_by_one = false, read = false, only_by_products = true;
       for (size_t j = i + 1; j < n; ++j) {
-        if (!out[j]) continue;
-        for (int a : region_.ops[j].args) read_by_one |= a == static_cast<int>(i);
+        for (int a : region_.ops[j].args) {
+          if (a != static_cast<int>(i)) continue;
+          read = true;
+          read_by_one |= out[j];
+          only_by_products &= region_.ops[j].kind == RegionOp::Kind::kMatmul;
+        }
       }
-      out[i] = sums[i] || read_by_one;
+      out[i] = sums[i] || read_by_one || (read && only_by_products);
     }
     return out;
   }
@@ -691,8 +697,9 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
   for (size_t c = 0; c < mapping.map.size(); ++c) {
     if (mapping.map[c] == Schedule::Map::kLoop) loop = static_cast<int>(c);
   }
-  const Dim& extent = loop >= 0 ? region.class_size[loop] : Dim(1);
-  if (loop < 0 || !extent.is_concrete()) return out;
+  // A symbolic extent (a decode step's KV length) counts at its largest.
+  if (loop < 0) return out;
+  const int64_t extent = NominalSize(region.class_size[loop]);
   std::vector<Schedule> split;
   for (const Schedule& s : out) {
     split.push_back(s);
@@ -708,7 +715,7 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
       --taken;
     }
     if (taken == 3) continue;
-    const int64_t steps = (extent.value() + s.tile[loop] - 1) / s.tile[loop];
+    const int64_t steps = (extent + s.tile[loop] - 1) / s.tile[loop];
     for (int64_t ways : {2, 4, 8, 16}) {
       if (steps < 2 * ways) break;
       Schedule v = free;

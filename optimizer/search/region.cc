@@ -50,6 +50,29 @@ const Node* StabilizedArgument(const Node* n, std::vector<int>* axes, std::vecto
   return x;
 }
 
+// The product under `n` when `n` is a product scaled by a scalar constant
+// (attention's scores, q k^T * 1/sqrt(d); float casts between allowed),
+// with the constant and the nodes between; else nullptr.
+const Node* ScaledProduct(const Node* n, const Node** constant, std::vector<const Node*>* between) {
+  if (n->op != OpKind::kMul) return nullptr;
+  for (int k = 0; k < 2; ++k) {
+    const Node* c = ScalarConstant(n->inputs[k].get());
+    if (c == nullptr || n->inputs[k]->is_realized()) continue;
+    const Node* p = n->inputs[1 - k].get();
+    std::vector<const Node*> on_the_way;
+    while (IsFloatCast(p) && !p->is_realized()) {
+      on_the_way.push_back(p);
+      p = p->inputs[0].get();
+    }
+    if (p->op != OpKind::kMatmul || p->is_realized()) return nullptr;
+    on_the_way.push_back(p);
+    *constant = c;
+    *between = std::move(on_the_way);
+    return p;
+  }
+  return nullptr;
+}
+
 // Union-find over dim classes.
 class Classes {
  public:
@@ -167,6 +190,7 @@ class Extractor {
       for (int a : op.axes) reduced_.push_back(op.classes[a]);
       return Add(std::move(op));
     }
+    if (int id = ScaledProductOp(n); id >= 0) return id;
     std::vector<int> args;
     for (const auto& in : n->inputs) args.push_back(Visit(in.get()));
     RegionOp op;
@@ -200,6 +224,47 @@ class Extractor {
         else if (op.keepdim) op.classes.push_back(classes_.Make(Dim(1)));
       }
     }
+    return Add(std::move(op));
+  }
+
+  // A product scaled by a constant, (a b) c, as (a c) b, or a (b c) where b
+  // is the smaller operand: the scale becomes part of reading an operand
+  // (a prologue the search does not build), not an op on the product
+  // the search must place. Exact in real arithmetic; the scaled operand is
+  // rounded to the product's dtype, as every operand of a product is.
+  // -1 where `n` is not one, or one of the nodes between is a boundary.
+  int ScaledProductOp(const Node* n) {
+    const Node* constant = nullptr;
+    std::vector<const Node*> between;
+    const Node* product = ScaledProduct(n, &constant, &between);
+    if (product == nullptr) return -1;
+    for (const Node* b : between) {
+      if (is_boundary_(b) || done_.contains(b)) return -1;
+    }
+    region_.nodes.insert(region_.nodes.end(), between.begin(), between.end());
+    int a = Visit(product->inputs[0].get()), b = Visit(product->inputs[1].get());
+    auto elements = [&](int op) {
+      int64_t count = 1;
+      for (int c : region_.ops[op].classes) count *= NominalSize(classes_.size(classes_.Find(c)));
+      return count;
+    };
+    int& scaled = elements(b) < elements(a) ? b : a;
+    RegionOp c;
+    c.kind = RegionOp::Kind::kConstant;
+    c.value = std::get<ConstantAttrs>(constant->attrs).value;
+    c.classes = FreshClasses(Shape());
+    const int c_id = Add(std::move(c));
+    RegionOp mul;
+    mul.kind = RegionOp::Kind::kBinary;
+    mul.op = OpKind::kMul;
+    mul.args = {scaled, c_id};
+    mul.classes = region_.ops[scaled].classes;
+    scaled = Add(std::move(mul));
+    RegionOp op;
+    op.kind = RegionOp::Kind::kMatmul;
+    op.op = OpKind::kMatmul;
+    op.args = {a, b};
+    op.classes = MatmulClasses(region_.ops[a], region_.ops[b]);
     return Add(std::move(op));
   }
 

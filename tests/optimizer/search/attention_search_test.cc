@@ -316,7 +316,9 @@ TEST(AttentionSearch, KeysStoredByRowsAreReadAsRows) {
     if (found.ops.empty() || !nvrtc.ok()) continue;
     const std::vector<codegen::KernelSource> sources = CompiledSpread(**nvrtc, c.region, found, 6);
     EXPECT_GE(sources.size(), 4u);
-    if (c.region.class_size[2] == Dim(64)) EXPECT_GE(Containing(sources, "load_b_fragment_rows"), 1);
+    if (c.region.class_size[2] == Dim(64)) {
+      EXPECT_GE(Containing(sources, "load_b_fragment_rows"), 1);
+    }
   }
 }
 

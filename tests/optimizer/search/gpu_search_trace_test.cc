@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "models/generate.h"
 #include "models/load_model.h"
+#include "models/random_weights.h"
 #include "optimizer/cuda_executor.h"
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search_trace.h"
@@ -32,7 +33,7 @@ class GpuSearchTrace : public ::testing::Test {
 };
 
 TEST_F(GpuSearchTrace, FusedCasesRunAsOneSearchedKernel) {
-  for (const std::string& name :
+  for (const char* name :
        {"rmsnorm_linear_bs1", "gated_mlp_bs8", "lora_r16", "seed_attention", "qknorm_gqa_bs1"}) {
     SCOPED_TRACE(name);
     search::FusedCase gpu = testing::ValueOrFail(search::MakeFusedCase(name, Device::Cuda()));
@@ -42,6 +43,72 @@ TEST_F(GpuSearchTrace, FusedCasesRunAsOneSearchedKernel) {
     EXPECT_EQ(GetCudaExecutor()->stats().launches, 1);
     const std::vector<float> want = testing::ReadF32(cpu.output);
     testing::ExpectWithinScale(got, want, 1e-2);
+  }
+}
+
+// Outputs of one forward step: the logits, then the cache.
+std::vector<Tensor> StepOutputs(const Tensor& logits, const models::KvCache& cache) {
+  std::vector<Tensor> out = {logits};
+  out.insert(out.end(), cache.k.begin(), cache.k.end());
+  out.insert(out.end(), cache.v.begin(), cache.v.end());
+  return out;
+}
+
+// A decode step of the Llama block (f16, grouped KV heads, head dim 64)
+// runs its attention as a searched kernel over the KV cache: one kernel per
+// layer whatever the KV length (a symbol), matching the CPU at short and
+// long contexts.
+TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
+  models::LlamaConfig config;
+  config.dim = 256;
+  config.n_layers = 2;
+  config.n_heads = 4;
+  config.n_kv_heads = 2;
+  config.hidden_dim = 512;
+  config.vocab_size = 256;
+  config.max_seq_len = 1024;
+  config.dtype = DType::kF16;
+  const models::LlamaWeights weights = testing::ValueOrFail(models::RandomLlamaWeights(config, 7, Device::Cpu()));
+  absl::StatusOr<models::LlamaModel> cpu = models::LlamaModel::Create(config, weights);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<models::LlamaModel> gpu = cpu->To(Device::Cuda());
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  const Symbol pos = gpu->PositionSymbol(1);
+  for (int prompt_length : {5, 300}) {
+    SCOPED_TRACE(prompt_length);
+    models::KvCache cpu_cache = testing::ValueOrFail(cpu->NewCache());
+    models::KvCache gpu_cache = testing::ValueOrFail(gpu->NewCache(Device::Cuda()));
+    std::vector<int32_t> prompt(prompt_length);
+    for (int i = 0; i < prompt_length; ++i) prompt[i] = (i * 37 + 11) % config.vocab_size;
+    // The prefill by the default lowering: this test is about decode.
+    GetCudaExecutor()->set_region_search(nullptr);
+    const Tensor tokens = Tensor::FromHost<int32_t>(prompt, {prompt_length});
+    KILN_ASSERT_OK(RealizeAll(StepOutputs(cpu->Forward(tokens, Dim(0), cpu_cache), cpu_cache)));
+    KILN_ASSERT_OK(RealizeAll(StepOutputs(gpu->Forward(tokens, Dim(0), gpu_cache), gpu_cache)));
+    TraceSearchOptions options;
+    options.search.cache_dir = cache_->path();
+    options.search.budget_seconds = 8;
+    EnableSuperoptimizer(*GetCudaExecutor(), options);
+    for (int p = prompt_length; p < prompt_length + 3; ++p) {
+      SCOPED_TRACE(p);
+      const Tensor token = Tensor::FromHost<int32_t>({(p * 53 + 5) % config.vocab_size}, {1});
+      const std::vector<Tensor> want = StepOutputs(cpu->Forward(token, Dim(pos), cpu_cache), cpu_cache);
+      const std::vector<Tensor> got = StepOutputs(gpu->Forward(token, Dim(pos), gpu_cache), gpu_cache);
+      if (p == prompt_length) {
+        // Each layer's attention (its softmax's exp inside) is one searched kernel.
+        const Trace trace = testing::ValueOrFail(Trace::Collect(got));
+        int attention = 0;
+        for (const lowering::FusedRegion& f : SearchTrace(trace, *GetCudaExecutor(), options)) {
+          bool exp = false;
+          for (const Node* n : f.interior) exp |= n->op == OpKind::kExp;
+          attention += exp;
+        }
+        EXPECT_EQ(attention, config.n_layers);
+      }
+      KILN_ASSERT_OK(RealizeAll(want, {{pos, p}}));
+      KILN_ASSERT_OK(RealizeAll(got, {{pos, p}}));
+      testing::ExpectWithinScale(testing::ReadF32(got[0]), testing::ReadF32(want[0]), 2e-2);
+    }
   }
 }
 

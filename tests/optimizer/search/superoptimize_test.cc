@@ -173,7 +173,9 @@ TEST(Superoptimize, F32RegionsUseF32Products) {
   SearchResult r = Search(c.region);
   ExpectSingleFusedKernel(c.region, r);
   for (const TileOp& op : r.graph->kernels[0].block.tile_ops) {
-    if (op.kind == TileOp::Kind::kMatmul) EXPECT_EQ(op.dtype, DType::kF32);
+    if (op.kind == TileOp::Kind::kMatmul) {
+      EXPECT_EQ(op.dtype, DType::kF32);
+    }
   }
 }
 
@@ -253,7 +255,9 @@ TEST(Superoptimize, EnumerationHasNoDuplicates) {
       ++count;
       auto g = Instantiate(c.region, cand, c.region.class_size);
       EXPECT_TRUE(g.ok());
-      if (g.ok()) EXPECT_TRUE(seen.insert(ugraph::ToJson(*g)).second) << "enumerated twice:\n" << ugraph::ToText(*g);
+      if (g.ok()) {
+        EXPECT_TRUE(seen.insert(ugraph::ToJson(*g)).second) << "enumerated twice:\n" << ugraph::ToText(*g);
+      }
       return true;
     });
     EXPECT_GT(count, 0);

@@ -1,0 +1,104 @@
+// The superoptimizer's regions in a model's trace, on the CPU (no GPU
+// needed): a decode step of the Llama block, whose KV length is a symbol
+// and whose keys and values are slices of the cache, has an attention
+// region per layer that the search fuses into one kernel; the lowering
+// reads the cache through the slice, and every kernel of the step compiles
+// for Hopper.
+#include "optimizer/search_trace.h"
+
+#include "gtest/gtest.h"
+#include "jit/nvrtc_compiler.h"
+#include "models/llama.h"
+#include "models/llama2c_loader.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
+#include "optimizer/ugraph_validate.h"
+#include "tests/test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::ValueOrFail;
+
+bool HasSoftmax(const search::Region& region) {
+  for (const search::RegionOp& op : region.ops) {
+    if (op.kind == search::RegionOp::Kind::kStableExp) return true;
+  }
+  return false;
+}
+
+bool Symbolic(const Shape& shape) {
+  for (const Dim& d : shape) {
+    if (!d.is_concrete()) return true;
+  }
+  return false;
+}
+
+TEST(FuseTraceRegions, LlamaDecodeAttentionIsOneSearchedKernelOverTheCache) {
+  models::LoadedModel loaded = ValueOrFail(models::LoadLlama2c(std::string(KILN_SHARED_DIR) + "/models/stories260K.bin"));
+  absl::StatusOr<models::LlamaModel> model = models::LlamaModel::Create(loaded.config, loaded.weights);
+  ASSERT_TRUE(model.ok()) << model.status();
+  models::KvCache cache = ValueOrFail(model->NewCache());
+  const Symbol pos = model->PositionSymbol(1);
+  std::vector<Tensor> outputs = {model->Forward(Tensor::FromHost<int32_t>({7}, {1}), Dim(pos), cache)};
+  outputs.insert(outputs.end(), cache.k.begin(), cache.k.end());
+  outputs.insert(outputs.end(), cache.v.begin(), cache.v.end());
+  const Trace trace = ValueOrFail(Trace::Collect(outputs));
+
+  testing::ScopedTempDir cache_dir("fuse_trace_regions");
+  int searched = 0;
+  const std::vector<lowering::FusedRegion> fused =
+      FuseTraceRegions(trace, [&](const search::Region& region) -> std::optional<ugraph::KernelGraph> {
+        if (!HasSoftmax(region)) return std::nullopt;  // the test's subject: attention alone
+        ++searched;
+        search::SearchOptions options;
+        options.cache_dir = cache_dir.path();  // the layers' regions are one structure
+        options.budget_seconds = 20;
+        search::SearchResult result = ValueOrFail(search::Superoptimize(region, options));
+        if (!result.graph) return std::nullopt;
+        return *std::move(result.graph);
+      });
+  ASSERT_EQ(fused.size(), loaded.config.n_layers) << searched << " regions searched";
+  for (const lowering::FusedRegion& f : fused) {
+    ASSERT_EQ(f.graph.kernels.size(), 1u);
+    EXPECT_EQ(f.graph.kernels[0].block.kind, ugraph::BlockKind::kTiled);
+    // The keys and values are read where the cache holds them: views (a
+    // slice of KV length pos + 1) of the cache's updated buffer.
+    int cache_views = 0;
+    for (const Node* in : f.inputs) {
+      cache_views += IsView(in->op) && Symbolic(in->shape) && !in->is_realized();
+    }
+    EXPECT_EQ(cache_views, 2);
+  }
+
+  lowering::LowerOptions options;
+  options.fused = fused;
+  const lowering::LoweredTrace lowered = ValueOrFail(lowering::LowerTrace(trace, options));
+  KILN_EXPECT_OK(ugraph::Validate(lowered.graph));
+  int searched_kernels = 0;
+  for (const ugraph::Kernel& k : lowered.graph.kernels) {
+    if (k.block.kind != ugraph::BlockKind::kTiled) continue;
+    ++searched_kernels;
+    // The cache's buffer, sliced to the symbolic length by the view.
+    int sliced = 0;
+    for (const ugraph::InputIterator& it : k.block.inputs) {
+      sliced += !it.view.steps.empty() && it.view.steps[0].kind == ugraph::ViewStep::Kind::kSlice &&
+                Symbolic(it.view.steps[0].shape) && !Symbolic(it.view.source_shape);
+    }
+    EXPECT_GE(sliced, 2);
+  }
+  EXPECT_EQ(searched_kernels, loaded.config.n_layers);
+
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+  jit::CompileOptions compile;
+  compile.arch = "sm_90";
+  for (size_t k = 0; k < lowered.graph.kernels.size(); ++k) {
+    const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(lowered.graph, static_cast<int>(k)));
+    absl::StatusOr<std::string> cubin = jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source.source), compile);
+    EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
