@@ -192,9 +192,15 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
   const int64_t group = hq.value() / hkv.value();
 
   // Grouped heads: [..., Hkv, group, Tq, D] against [..., Hkv, 1, Tk, D].
+  // A single query (a decode step) puts its group in the rows instead,
+  // [..., Hkv, 1, group, D]: one product per KV head, which reads its keys
+  // and values once for the whole group.
+  const Dim& tq = q.shape()[r - 2];
+  const bool group_rows = tq == Dim(1);
   Shape grouped = q.shape();
   grouped[r - 3] = hkv;
-  grouped.insert(r - 2, Dim(group));
+  grouped.insert(r - 2, group_rows ? Dim(1) : Dim(group));
+  if (group_rows) grouped[r - 1] = Dim(group);
   const Tensor qg = reshape(q, grouped);
   const Tensor kg = unsqueeze(k, -3);
   const Tensor vg = unsqueeze(v, -3);
@@ -202,7 +208,6 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
   // rounded once before the product with V.
   Tensor scores = cast(matmul(qg, transpose(kg, -1, -2)), DType::kF32) * scale;
 
-  const Dim& tq = q.shape()[r - 2];
   const Dim& tk = k.shape()[r - 2];
   const Dim offset = tk - tq;
   if (options.causal && offset.min_value() < 0) {
@@ -216,9 +221,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
   }
   const Tensor out = matmul(cast(softmax(scores, -1), q.dtype()), vg);
   if (!out.ok()) return out;
-  Shape out_shape = out.shape();
-  out_shape.erase(r - 2);
-  out_shape[r - 3] = hq;
+  Shape out_shape = q.shape();
+  out_shape[r - 1] = v.shape()[r - 1];
   return reshape(out, out_shape);
 }
 
