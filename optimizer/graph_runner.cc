@@ -21,13 +21,18 @@ absl::StatusOr<std::unique_ptr<GraphRunner>> GraphRunner::Create(CudaExecutor& e
   for (const ugraph::DTensor& t : runner->graph().tensors) {
     absl::StatusOr<Extents> sizes = t.shape.Evaluate(runner->bindings_);
     if (!sizes.ok()) return sizes.status();
-    const size_t bytes = std::max<size_t>(1, NumElements(*sizes) * DTypeSize(t.dtype));
+    // A tensor with a fixed layout (an input read transposed) spans its
+    // largest offset.
+    const Extents strides = t.strides.empty() ? ContiguousStrides(*sizes) : Extents(t.strides.begin(), t.strides.end());
+    int64_t span = NumElements(*sizes) == 0 ? 0 : 1;
+    for (size_t d = 0; d < sizes->size() && span > 0; ++d) span += ((*sizes)[d] - 1) * strides[d];
+    const size_t bytes = std::max<size_t>(1, span * DTypeSize(t.dtype));
     TensorData data;
     absl::StatusOr<std::shared_ptr<Storage>> storage = context.Allocate(bytes);
     if (!storage.ok()) return storage.status();
     data.storage = *std::move(storage);
     data.sizes = *sizes;
-    data.strides = ContiguousStrides(*sizes);
+    data.strides = strides;
     // Floating inputs hold a small nonzero value in every element (0x2a2a:
     // 0.048 in f16, about 1e-13 in bf16 and f32), so that a timing does
     // not run on all-zero operands; integer inputs hold 0, a valid index.
@@ -42,6 +47,7 @@ absl::StatusOr<std::unique_ptr<GraphRunner>> GraphRunner::Create(CudaExecutor& e
 absl::Status GraphRunner::Upload(int id, const std::vector<float>& values) {
   if (id < 0 || id >= static_cast<int>(buffers_.size())) return absl::InvalidArgumentError("no such tensor");
   const TensorData& t = buffers_[id];
+  if (!t.is_contiguous()) return absl::UnimplementedError(absl::StrCat("t", id, " has a fixed layout; uploads are row-major"));
   if (static_cast<int64_t>(values.size()) != t.num_elements()) {
     return absl::InvalidArgumentError(absl::StrCat("t", id, " holds ", t.num_elements(), " elements, not ",
                                                    values.size()));
@@ -61,6 +67,7 @@ absl::Status GraphRunner::Run() {
 absl::StatusOr<std::vector<float>> GraphRunner::Download(int id) {
   if (id < 0 || id >= static_cast<int>(buffers_.size())) return absl::InvalidArgumentError("no such tensor");
   const TensorData& t = buffers_[id];
+  if (!t.is_contiguous()) return absl::UnimplementedError(absl::StrCat("t", id, " has a fixed layout; downloads are row-major"));
   const DType dtype = graph().tensors[id].dtype;
   std::vector<char> stored(t.num_elements() * DTypeSize(dtype));
   if (absl::Status s = executor_.context().CopyDeviceToHost(stored.data(), Address(t), stored.size()); !s.ok()) {

@@ -11,6 +11,14 @@
 namespace kiln {
 namespace {
 
+// Regions with more matmuls and reductions than this are not searched: the
+// pruning hands Z3 the region's whole expression, and past this size Z3's
+// setup alone can take minutes and gigabytes, beyond any budget (seen: a
+// layer's tail, four products and two norms, 32 ops). The cases the search
+// is for have up to five (MLA's four products and a softmax's sum, QK-norm
+// attention's two products and three sums).
+constexpr int kMaxAnchors = 5;
+
 int Anchors(const search::Region& region) {
   int n = 0;
   for (const search::RegionOp& op : region.ops) {
@@ -43,15 +51,24 @@ absl::StatusOr<double> TimeGraph(CudaExecutor& executor, const ugraph::KernelGra
   return (*runner)->TimeMicroseconds(10, 10);
 }
 
-// The region under the default lowering, on zero-filled GPU inputs.
+// The region under the default lowering, on zero-filled GPU inputs laid
+// out as the region's are.
 absl::StatusOr<double> TimeDefault(CudaExecutor& executor, const search::Region& region, const Bindings& bindings) {
   std::vector<Tensor> inputs;
-  for (const Node* in : region.inputs) {
+  for (size_t i = 0; i < region.inputs.size(); ++i) {
+    const Node* in = region.inputs[i];
     absl::StatusOr<Extents> sizes = in->shape.Evaluate(bindings);
     if (!sizes.ok()) return sizes.status();
-    Tensor t = to(zeros(Shape::FromExtents(*sizes), in->dtype), Device::Cuda());
+    const std::vector<int>& layout = region.input_layouts[i];
+    Shape stored;
+    std::vector<int> to_logical(layout.size());
+    for (size_t k = 0; k < layout.size(); ++k) {
+      stored.push_back((*sizes)[layout[k]]);
+      to_logical[layout[k]] = static_cast<int>(k);
+    }
+    Tensor t = to(zeros(layout.empty() ? Shape::FromExtents(*sizes) : stored, in->dtype), Device::Cuda());
     if (absl::Status s = t.realize(); !s.ok()) return s;
-    inputs.push_back(std::move(t));
+    inputs.push_back(layout.empty() ? std::move(t) : permute(t, to_logical));
   }
   Tensor out = search::ReplayRegion(region, inputs);
   absl::StatusOr<Trace> trace = Trace::Collect({out});
@@ -100,7 +117,7 @@ std::vector<lowering::FusedRegion> FuseTraceRegions(const Trace& trace, const Re
         if (kept.size() == before) break;
         region = search::ExtractRegion(root, boundary);
       }
-      if (!region.ok() || Anchors(*region) < 2) continue;
+      if (!region.ok() || Anchors(*region) < 2 || Anchors(*region) > kMaxAnchors) continue;
       if (chosen_region && region->nodes.size() == chosen_region->nodes.size()) continue;  // the same region
       const absl::flat_hash_set<const Node*> inside(region->nodes.begin(), region->nodes.end());
       bool inputs_ok = true;

@@ -59,7 +59,20 @@ absl::StatusOr<ugraph::KernelGraph> Instantiate(const Region& region, const Cand
     graph.tensors.push_back(t);
   }
   for (const RegionOp& op : region.ops) {
-    if (op.kind == RegionOp::Kind::kInput) graph.tensors[op.input].shape = shape_of(&op - region.ops.data());
+    if (op.kind != RegionOp::Kind::kInput) continue;
+    ugraph::DTensor& t = graph.tensors[op.input];
+    t.shape = shape_of(&op - region.ops.data());
+    // A realized input that is not row-major keeps its layout, at these sizes.
+    const std::vector<int>& layout = op.input < static_cast<int>(region.input_layouts.size())
+                                         ? region.input_layouts[op.input]
+                                         : std::vector<int>();
+    if (layout.empty() || !t.shape.is_concrete()) continue;
+    t.strides.assign(layout.size(), 0);
+    int64_t stride = 1;
+    for (size_t k = layout.size(); k-- > 0;) {
+      t.strides[layout[k]] = stride;
+      stride *= t.shape[layout[k]].value();
+    }
   }
   DTensor out;
   out.id = static_cast<int>(graph.tensors.size());

@@ -73,6 +73,21 @@ const Node* ScaledProduct(const Node* n, const Node** constant, std::vector<cons
   return nullptr;
 }
 
+// The axes of a buffer from the slowest- to the fastest-varying (by
+// stride; size-1 axes where they stand), or empty when that is row-major.
+std::vector<int> MemoryOrder(const TensorData& data) {
+  std::vector<int> order(data.sizes.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int>(d);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (data.sizes[a] == 1 || data.sizes[b] == 1) return false;
+    return data.strides[a] > data.strides[b];
+  });
+  for (size_t d = 0; d < order.size(); ++d) {
+    if (order[d] != static_cast<int>(d)) return order;
+  }
+  return {};
+}
+
 // Union-find over dim classes.
 class Classes {
  public:
@@ -274,6 +289,7 @@ class Extractor {
     op.input = static_cast<int>(region_.inputs.size());
     region_.inputs.push_back(n);
     region_.input_dtypes.push_back(n->dtype);
+    region_.input_layouts.push_back(n->is_realized() ? MemoryOrder(n->data) : std::vector<int>());
     op.classes = FreshClasses(n->shape);
     return Add(std::move(op));
   }

@@ -40,6 +40,11 @@ struct Region {
   std::vector<RegionOp> ops;  // topological; the last is the output
   std::vector<const Node*> inputs;
   std::vector<DType> input_dtypes;
+  // By input: its axes from the slowest- to the fastest-varying in memory,
+  // where a realized input is not row-major (the model's weights, realized
+  // transposed); empty: row-major. The kernels are timed, and the cache
+  // keyed, with the layout the region will read.
+  std::vector<std::vector<int>> input_layouts;
   std::vector<Dim> class_size;       // by class
   std::vector<bool> class_reduced;   // summed over somewhere (matmul or reduction)
   const Node* output = nullptr;

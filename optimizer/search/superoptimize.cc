@@ -84,6 +84,10 @@ std::string CachePath(const Region& region, const SearchOptions& options) {
   StableHasher h;
   h.Add(absl::string_view(kCacheFormat)).Add(absl::string_view(region.ToString()));
   for (DType d : region.input_dtypes) h.Add(absl::string_view(DTypeName(d)));
+  for (const std::vector<int>& layout : region.input_layouts) {
+    h.Add(static_cast<int64_t>(layout.size()));
+    for (int axis : layout) h.Add(axis);
+  }
   h.Add(absl::string_view(DTypeName(region.output_dtype))).Add(absl::string_view(options.arch));
   h.Add(options.max_loop_ops).Add(options.max_post_ops).Add(options.budget_seconds);
   h.Add(options.time_top).Add(options.time_rounds);  // how many are timed, and how often, decides the choice

@@ -13,6 +13,7 @@
 #include "optimizer/search/region.h"
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/search/verify.h"
+#include "optimizer/search_trace.h"
 #include "tests/test_util.h"
 
 namespace kiln::models {
@@ -157,6 +158,46 @@ TEST(Mla, TheDecodeAttentionIsFusedBySearch) {
   for (const ugraph::DTensor& t : r.graph->tensors) EXPECT_NE(t.role, ugraph::TensorRole::kIntermediate);
   EXPECT_TRUE(ValueOrFail(search::VerifyOverFiniteFields(region, *r.candidate, 3, 51)));
   EXPECT_LE(r.report.float_error, 1e-3);
+}
+
+// The block's own decode step, as the runtime sees it (the KV length a
+// symbol, the latents a slice of the cache's updated buffer): its attention
+// is one searched kernel that reads the latents through the slice and never
+// forms K or V, and the step lowers with it.
+TEST(Mla, TheDecodeStepRunsTheSearchedKernelOverTheCache) {
+  const MlaConfig c = SmallConfig();
+  absl::StatusOr<MlaAttention> mla = MlaAttention::Create(c, RandomWeights(c, 3));
+  ASSERT_TRUE(mla.ok()) << mla.status();
+  Tensor cache = ValueOrFail(mla->NewCache());
+  const Symbol pos("pos", c.max_seq_len - 1);
+  const Tensor y = mla->Forward(random_normal({1, c.dim}, 5), Dim(pos), cache);
+  const Trace trace = ValueOrFail(Trace::Collect({y, cache}));
+  const std::vector<lowering::FusedRegion> fused =
+      FuseTraceRegions(trace, [&](const search::Region& region) -> std::optional<ugraph::KernelGraph> {
+        search::SearchOptions options;
+        options.budget_seconds = 20;
+        search::SearchResult r = ValueOrFail(search::Superoptimize(region, options));
+        if (!r.graph) return std::nullopt;
+        return *std::move(r.graph);
+      });
+  const lowering::FusedRegion* attention = nullptr;
+  for (const lowering::FusedRegion& f : fused) {
+    for (const Node* n : f.interior) attention = n->op == OpKind::kExp ? &f : attention;
+  }
+  ASSERT_NE(attention, nullptr);
+  ASSERT_EQ(attention->graph.kernels.size(), 1u);
+  // Its inputs: the query, the latents (a slice of length pos + 1), W_uk and W_uv.
+  int latents = 0;
+  for (const Node* in : attention->inputs) latents += in->op == OpKind::kSlice && !in->shape[0].is_concrete();
+  EXPECT_EQ(latents, 1);
+  EXPECT_EQ(attention->inputs.size(), 4u);
+
+  lowering::LowerOptions options;
+  options.fused = fused;
+  const lowering::LoweredTrace lowered = ValueOrFail(lowering::LowerTrace(trace, options));
+  int tiled = 0;
+  for (const ugraph::Kernel& k : lowered.graph.kernels) tiled += k.block.kind == ugraph::BlockKind::kTiled;
+  EXPECT_EQ(tiled, static_cast<int>(fused.size()));
 }
 
 }  // namespace
