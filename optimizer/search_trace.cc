@@ -92,7 +92,9 @@ std::vector<lowering::FusedRegion> FuseTraceRegions(const Trace& trace, const Re
   const std::vector<Node*>& nodes = trace.nodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* root = *it;
-    if (root->is_realized() || claimed.contains(root)) continue;
+    // A view is no region's end: its producer's region is searched, and
+    // the lowering reads the result through the view.
+    if (root->is_realized() || claimed.contains(root) || IsView(root->op)) continue;
     // Two tries: the largest region whose values nobody outside reads (the
     // boundary grows until none is), then, if its search finds nothing, the
     // region of single-use values (smaller, easier to search).

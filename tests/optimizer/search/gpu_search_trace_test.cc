@@ -7,7 +7,9 @@
 #include "gtest/gtest.h"
 #include "models/generate.h"
 #include "models/load_model.h"
+#include "models/mla.h"
 #include "models/random_weights.h"
+#include "ops/ops.h"
 #include "optimizer/cuda_executor.h"
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search_trace.h"
@@ -110,6 +112,55 @@ TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
       testing::ExpectWithinScale(testing::ReadF32(got[0]), testing::ReadF32(want[0]), 2e-2);
     }
   }
+}
+
+// The MLA block's decode steps on the GPU, with the superoptimizer on:
+// its attention is the searched kernel over the latent cache (K and V never
+// formed), matching the CPU step after step.
+TEST_F(GpuSearchTrace, MlaDecodeMatchesTheCpu) {
+  const models::MlaConfig config{.dim = 96, .n_heads = 4, .head_dim = 16, .latent_dim = 32, .max_seq_len = 200};
+  uint64_t seed = 11;
+  auto weight = [&](Shape shape, double scale) {
+    Tensor t = random_normal(shape, seed++, 0, scale);
+    EXPECT_TRUE(t.realize().ok());
+    return t;
+  };
+  const int64_t h = config.n_heads, hd = config.head_dim, l = config.latent_dim;
+  const models::MlaWeights weights{.wq = weight({config.dim, h * hd}, 0.2), .w_dkv = weight({config.dim, l}, 0.2),
+                                   .kv_norm = weight({l}, 1), .w_uk = weight({h, l, hd}, 0.3),
+                                   .w_uv = weight({h, l, hd}, 0.3), .wo = weight({h * hd, config.dim}, 0.2)};
+  absl::StatusOr<models::MlaAttention> cpu = models::MlaAttention::Create(config, weights);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  models::MlaWeights moved = weights;
+  for (Tensor* t : {&moved.wq, &moved.w_dkv, &moved.kv_norm, &moved.w_uk, &moved.w_uv, &moved.wo}) {
+    *t = to(*t, Device::Cuda());
+    KILN_ASSERT_OK(t->realize());
+  }
+  absl::StatusOr<models::MlaAttention> gpu = models::MlaAttention::Create(config, moved);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  Tensor cpu_cache = testing::ValueOrFail(cpu->NewCache());
+  Tensor gpu_cache = testing::ValueOrFail(gpu->NewCache(Device::Cuda()));
+  // A prompt of 130 positions by the default lowering, then decode steps searched.
+  GetCudaExecutor()->set_region_search(nullptr);
+  const Tensor prompt = random_normal({130, config.dim}, 3);
+  KILN_ASSERT_OK(RealizeAll({cpu->Forward(prompt, Dim(0), cpu_cache), cpu_cache}));
+  KILN_ASSERT_OK(RealizeAll({gpu->Forward(to(prompt, Device::Cuda()), Dim(0), gpu_cache), gpu_cache}));
+  TraceSearchOptions options;
+  options.search.cache_dir = cache_->path();
+  options.search.budget_seconds = 20;
+  EnableSuperoptimizer(*GetCudaExecutor(), options);
+  GetCudaExecutor()->ResetStats();
+  const Symbol pos("pos", config.max_seq_len - 1);
+  for (int p = 130; p < 133; ++p) {
+    SCOPED_TRACE(p);
+    const Tensor x = random_normal({1, config.dim}, 100 + p);
+    const Tensor want = cpu->Forward(x, Dim(pos), cpu_cache);
+    const Tensor got = gpu->Forward(to(x, Device::Cuda()), Dim(pos), gpu_cache);
+    KILN_ASSERT_OK(RealizeAll({want, cpu_cache}, {{pos, p}}));
+    KILN_ASSERT_OK(RealizeAll({got, gpu_cache}, {{pos, p}}));
+    testing::ExpectWithinScale(testing::ReadF32(got), testing::ReadF32(want), 1e-3);
+  }
+  EXPECT_GE(GetCudaExecutor()->stats().regions_fused, 1);
 }
 
 TEST_F(GpuSearchTrace, Stories260KKeepsItsGoldenText) {
