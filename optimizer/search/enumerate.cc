@@ -612,24 +612,38 @@ std::vector<Schedule> Mappings(const Region& region) {
       reduced.push_back(c);
     }
   }
-  // Output classes, innermost first, onto grid x, y, z.
+  auto whole_ok = [&](int c) {
+    const Dim& d = region.class_size[c];
+    return d.is_concrete() && d.value() <= kWholeLimit;
+  };
+  // Output classes, innermost first, onto grid x, y, z. With more than
+  // three, the innermost that a block can hold whole are read whole
+  // (grouped-query attention's head dim, beside its KV heads, group and
+  // queries).
   Schedule base;
   base.map.assign(classes, Schedule::Map::kFull);
   base.grid_axis.assign(classes, -1);
   base.tile.assign(classes, 1);
   const auto& out = region.ops[region.output_op()].classes;
-  int axis = 0;
+  std::vector<int> split;
   for (auto it = out.rbegin(); it != out.rend(); ++it) {
-    if (region.class_size[*it] == Dim(1) || base.map[*it] == Schedule::Map::kGrid) continue;
-    if (axis == 3) return {};  // more than three split dims
-    base.map[*it] = Schedule::Map::kGrid;
-    base.grid_axis[*it] = axis++;
+    if (!(region.class_size[*it] == Dim(1)) && std::find(split.begin(), split.end(), *it) == split.end()) {
+      split.push_back(*it);
+    }
+  }
+  for (size_t i = 0; i < split.size() && split.size() > 3;) {
+    if (whole_ok(split[i])) {
+      split.erase(split.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  if (split.size() > 3) return {};  // more than three split dims
+  for (size_t axis = 0; axis < split.size(); ++axis) {
+    base.map[split[axis]] = Schedule::Map::kGrid;
+    base.grid_axis[split[axis]] = static_cast<int>(axis);
   }
   std::vector<Schedule> mappings;
-  auto whole_ok = [&](int c) {
-    const Dim& d = region.class_size[c];
-    return d.is_concrete() && d.value() <= kWholeLimit;
-  };
   // No loop: every reduced class read whole.
   bool all_whole = true;
   for (int c : reduced) all_whole &= whole_ok(c);

@@ -78,6 +78,17 @@ FusedCase RowKeysAttentionCase(int64_t batch, int64_t queries, int64_t head_dim,
                 matmul(softmax(matmul(q, transpose(k, 1, 2)), -1), v));
 }
 
+FusedCase GroupedAttentionCase(int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim, int64_t keys,
+                               DType dtype, Device device) {
+  Tensor q = Leaf({kv_heads, group, queries, head_dim}, 1, 23, dtype, device);
+  Tensor k = Leaf({kv_heads, 1, keys, head_dim}, 1, 24, dtype, device);
+  Tensor v = Leaf({kv_heads, 1, keys, head_dim}, 1, 25, dtype, device);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const Tensor scores = cast(matmul(q, transpose(k, 2, 3)), DType::kF32) * scale;
+  return Finish(absl::StrCat("grouped_attention_", kv_heads, "x", group, "x", queries, "x", head_dim, "x", keys),
+                {q, k, v}, matmul(cast(softmax(scores, -1), dtype), v));
+}
+
 FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys, DType dtype,
                               Device device) {
   Tensor q = Leaf({batch, queries, head_dim}, 1, 13, dtype, device);

@@ -39,6 +39,13 @@ FusedCase AttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_
 FusedCase RowKeysAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
                                DType dtype = DType::kF16, Device device = Device::Cpu());
 
+// Grouped-query attention as kiln's attention op writes it for several
+// queries: Q [kv_heads, group, queries, head_dim] against K and V stored by
+// rows, [kv_heads, 1, keys, head_dim] (broadcast over the group), scores
+// scaled by 1/sqrt(head_dim) in f32.
+FusedCase GroupedAttentionCase(int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim, int64_t keys,
+                               DType dtype = DType::kF16, Device device = Device::Cpu());
+
 // Attention with QK-norm: softmax(rms(Q, -1) @ rms(K, -2)) @ V, rms in f32
 // (without a weight), as peers.py's qknorm_gqa cases write it.
 FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,

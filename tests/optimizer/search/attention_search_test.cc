@@ -322,6 +322,37 @@ TEST(AttentionSearch, KeysStoredByRowsAreReadAsRows) {
   }
 }
 
+// Grouped KV heads (K and V [kv_heads, 1, keys, head_dim] broadcast over a
+// group of query heads) with the attention op's 1/sqrt(d) scale: one kernel
+// that reads K and V through an expand over the group (no copy per query
+// head) and scales Q where it is read (the scale moved off the scores);
+// it verifies and compiles.
+TEST(AttentionSearch, GroupedKvHeadsAreReadThroughABroadcast) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const FusedCase& c : {GroupedAttentionCase(2, 4, 128, 64, 1024), GroupedAttentionCase(3, 2, 17, 16, 300)}) {
+    SCOPED_TRACE(c.name);
+    const Candidate found = FoundAndVerified(c, 67);
+    if (found.ops.empty()) continue;
+    const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, found, c.region.class_size));
+    ASSERT_EQ(graph.kernels.size(), 1u);
+    const ugraph::BlockGraph& b = graph.kernels[0].block;
+    int expanded = 0;
+    for (const ugraph::InputIterator& it : b.inputs) {
+      expanded += !it.view.steps.empty() && it.view.steps.back().kind == ugraph::ViewStep::Kind::kExpand;
+    }
+    EXPECT_EQ(expanded, 2) << ugraph::ToText(graph);
+    int scaled_reads = 0;
+    for (const TileOp& op : b.tile_ops) {
+      scaled_reads += op.kind == TileOp::Kind::kBinary && op.op == OpKind::kMul &&
+                      b.tile_ops[op.args[0]].kind == TileOp::Kind::kInput &&
+                      b.tile_ops[op.args[1]].kind == TileOp::Kind::kConstant;
+    }
+    EXPECT_EQ(scaled_reads, 1) << ugraph::ToText(graph);
+    // (The spread's wider tiles of the larger case pass shared memory; the search skips those.)
+    if (nvrtc.ok()) EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u);
+  }
+}
+
 // Decode (one query row) with 16 keys a step per warp: the warps share out
 // the step's keys (each its own running max, sums and P@V fragments, one
 // barrier a step, all 8 warps on tensor cores), and the kernels compile;

@@ -143,6 +143,17 @@ TEST(GpuAttention, KeysStoredByRowsMatchTheCpu) {
   EXPECT_GE(runs.rows_b, 3) << "f16 scores reading K's rows on tensor cores";
 }
 
+// Grouped KV heads (a group of 4 query heads per K and V head, read through
+// an expand), with the attention op's scale.
+TEST(GpuAttention, GroupedKvHeadsMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  const Runs runs = RunVariant(*executor, [](int64_t b, int64_t q, int64_t d, int64_t keys, DType dtype) {
+    return GroupedAttentionCase(b, 4, q, d, keys, dtype);
+  });
+  EXPECT_GE(runs.split, 6);
+}
+
 // MLA from its naive form (K and V up-projected from the latent cache):
 // the absorbed kernel (q W_uk^T before the loop, attention over the
 // latent, W_uv after it) against the unfused CPU reference.
