@@ -61,15 +61,8 @@ std::vector<Tensor> StepOutputs(const Tensor& logits, const models::KvCache& cac
 // layer whatever the KV length (a symbol), matching the CPU at short and
 // long contexts.
 TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
-  models::LlamaConfig config;
-  config.dim = 256;
-  config.n_layers = 2;
-  config.n_heads = 4;
-  config.n_kv_heads = 2;
-  config.hidden_dim = 512;
-  config.vocab_size = 256;
-  config.max_seq_len = 1024;
-  config.dtype = DType::kF16;
+  const models::LlamaConfig config{.dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .hidden_dim = 512,
+                                   .vocab_size = 256, .max_seq_len = 1024, .dtype = DType::kF16};
   const models::LlamaWeights weights = testing::ValueOrFail(models::RandomLlamaWeights(config, 7, Device::Cpu()));
   absl::StatusOr<models::LlamaModel> cpu = models::LlamaModel::Create(config, weights);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
