@@ -402,6 +402,16 @@ const Node* ThroughViews(const Node* node) {
   return node;
 }
 
+bool RecomputedWhereRead(const Node* node) {
+  if (node->is_realized()) return false;
+  if (IsSource(node->op)) return true;
+  if (!IsElementwise(node->op)) return false;
+  for (const auto& in : node->inputs) {
+    if (!RecomputedWhereRead(ThroughViews(in.get()))) return false;
+  }
+  return true;
+}
+
 Partition PartitionTrace(const Trace& trace, const PartitionOptions& options) {
   return Partitioner(trace, options).Run();
 }

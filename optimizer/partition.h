@@ -62,6 +62,11 @@ struct Partition {
 const Node* ThroughViews(const Node* node);
 // Whether the views between `node` and ThroughViews(node) include a reshape.
 bool ChainHasReshape(const Node* node);
+// Whether the partition may recompute `node` wherever it is read instead of
+// giving it a buffer: a source, or elementwise ops on nothing but such
+// values (a causal mask from two iotas). It does unless the node is an
+// output or forced to materialize.
+bool RecomputedWhereRead(const Node* node);
 
 Partition PartitionTrace(const Trace& trace, const PartitionOptions& options);
 

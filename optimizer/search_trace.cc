@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "ops/ops.h"
 #include "optimizer/graph_runner.h"
+#include "optimizer/partition.h"
 
 namespace kiln {
 namespace {
@@ -27,13 +28,12 @@ int Anchors(const search::Region& region) {
   return n;
 }
 
-// A region input the lowering can read: a buffer, or a view of one (a view
-// of a value computed outside the region gets a buffer under the view; a
-// source's has none).
+// A region input the lowering can read: a buffer, or a view of one (a value
+// computed outside the region gets a buffer under its views; one the
+// partition recomputes where it is read, such as a source, has none).
 bool Readable(const Node* in, const absl::flat_hash_set<const Node*>& inside) {
-  const Node* base = in;
-  while (!base->is_realized() && IsView(base->op)) base = base->inputs[0].get();
-  return base->is_realized() || (!IsSource(base->op) && !inside.contains(base));
+  const Node* base = lowering::ThroughViews(in);
+  return base->is_realized() || (!lowering::RecomputedWhereRead(base) && !inside.contains(base));
 }
 
 // Each symbol of the region's sizes at its largest value.

@@ -10,6 +10,7 @@
 #include "jit/nvrtc_compiler.h"
 #include "models/llama.h"
 #include "models/llama2c_loader.h"
+#include "ops/ops.h"
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/generate.h"
 #include "optimizer/ugraph_validate.h"
@@ -98,6 +99,29 @@ TEST(FuseTraceRegions, LlamaDecodeAttentionIsOneSearchedKernelOverTheCache) {
     absl::StatusOr<std::string> cubin = jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source.source), compile);
     EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
   }
+}
+
+// A value the partition recomputes where it is read (here keys made from an
+// iota) has no buffer for a searched kernel to read: a region whose input
+// is a view of one is not searched, and the trace still lowers.
+TEST(FuseTraceRegions, ValuesRecomputedWhereReadAreNoRegionInputs) {
+  const Tensor q = random_normal({2, 4, 16}, 1);
+  const Tensor v = random_normal({2, 8, 16}, 2);
+  KILN_ASSERT_OK(RealizeAll({q, v}));
+  const Tensor k = reshape(iota(256, 0, 1, DType::kF32, Device::Cpu()) * 0.01, {2, 16, 8});
+  const Tensor out = matmul(softmax(matmul(q, k), -1), v);
+  const Trace trace = ValueOrFail(Trace::Collect({out}));
+  int searched = 0;
+  const std::vector<lowering::FusedRegion> fused =
+      FuseTraceRegions(trace, [&](const search::Region& region) -> std::optional<ugraph::KernelGraph> {
+        for (const Node* in : region.inputs) EXPECT_NE(in, k.node().get());
+        ++searched;
+        return std::nullopt;
+      });
+  EXPECT_TRUE(fused.empty());
+  lowering::LowerOptions options;
+  options.fused = fused;
+  KILN_EXPECT_OK(lowering::LowerTrace(trace, options).status());
 }
 
 }  // namespace
