@@ -78,6 +78,7 @@ class CudaExecutor : public Executor {
   // lowering everywhere.
   using RegionSearch = std::function<std::vector<lowering::FusedRegion>(const Trace&)>;
   void set_region_search(RegionSearch search) { region_search_ = std::move(search); }
+  const RegionSearch& region_search() const { return region_search_; }
   void ResetStats();
   CudaExecutorStats stats() const;
   const jit::KernelCache& kernel_cache() const { return *kernel_cache_; }

@@ -48,6 +48,18 @@ TEST_F(GpuSearchTrace, FusedCasesRunAsOneSearchedKernel) {
   }
 }
 
+// How many of the trace's regions the executor's search (as enabled) turns
+// into a searched kernel with a softmax inside (its exp): attention.
+int SearchedAttentions(const Trace& trace) {
+  int attention = 0;
+  for (const lowering::FusedRegion& f : GetCudaExecutor()->region_search()(trace)) {
+    bool exp = false;
+    for (const Node* n : f.interior) exp |= n->op == OpKind::kExp;
+    attention += exp;
+  }
+  return attention;
+}
+
 // Outputs of one forward step: the logits, then the cache.
 std::vector<Tensor> StepOutputs(const Tensor& logits, const models::KvCache& cache) {
   std::vector<Tensor> out = {logits};
@@ -89,16 +101,9 @@ TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
       const Tensor token = Tensor::FromHost<int32_t>({(p * 53 + 5) % config.vocab_size}, {1});
       const std::vector<Tensor> want = StepOutputs(cpu->Forward(token, Dim(pos), cpu_cache), cpu_cache);
       const std::vector<Tensor> got = StepOutputs(gpu->Forward(token, Dim(pos), gpu_cache), gpu_cache);
+      // Each layer's attention is one searched kernel.
       if (p == prompt_length) {
-        // Each layer's attention (its softmax's exp inside) is one searched kernel.
-        const Trace trace = testing::ValueOrFail(Trace::Collect(got));
-        int attention = 0;
-        for (const lowering::FusedRegion& f : SearchTrace(trace, *GetCudaExecutor(), options)) {
-          bool exp = false;
-          for (const Node* n : f.interior) exp |= n->op == OpKind::kExp;
-          attention += exp;
-        }
-        EXPECT_EQ(attention, config.n_layers);
+        EXPECT_EQ(SearchedAttentions(testing::ValueOrFail(Trace::Collect(got))), config.n_layers);
       }
       KILN_ASSERT_OK(RealizeAll(want, {{pos, p}}));
       KILN_ASSERT_OK(RealizeAll(got, {{pos, p}}));
@@ -149,6 +154,9 @@ TEST_F(GpuSearchTrace, MlaDecodeMatchesTheCpu) {
     const Tensor x = random_normal({1, config.dim}, 100 + p);
     const Tensor want = cpu->Forward(x, Dim(pos), cpu_cache);
     const Tensor got = gpu->Forward(to(x, Device::Cuda()), Dim(pos), gpu_cache);
+    if (p == 130) {
+      EXPECT_EQ(SearchedAttentions(testing::ValueOrFail(Trace::Collect({got, gpu_cache}))), 1);
+    }
     KILN_ASSERT_OK(RealizeAll({want, cpu_cache}, {{pos, p}}));
     KILN_ASSERT_OK(RealizeAll({got, gpu_cache}, {{pos, p}}));
     testing::ExpectWithinScale(testing::ReadF32(got), testing::ReadF32(want), 1e-3);
