@@ -220,11 +220,7 @@ class Lowering {
     std::vector<Chain> through;
     for (const Node* in : fused->inputs) {
       Chain chain;
-      const Node* base = in;
-      while (!HasBuffer(base) && IsView(base->op)) {
-        chain = Prepend(StepOf(base), chain);
-        base = base->inputs[0].get();
-      }
+      const Node* base = BufferUnder(in, &chain);
       KILN_CHECK(HasBuffer(base), "lowering: a searched kernel reads a value without a buffer");
       rename.push_back(TensorOf(base));
       through.push_back(std::move(chain));
@@ -439,14 +435,20 @@ class Lowering {
     return index;
   }
 
+  // The node whose buffer `n` reads through views (or the first node
+  // without one under them), with those views put in front of `steps`.
+  const Node* BufferUnder(const Node* n, Chain* steps) const {
+    while (!HasBuffer(n) && IsView(n->op)) {
+      *steps = Prepend(StepOf(n), *steps);
+      n = n->inputs[0].get();
+    }
+    return n;
+  }
+
   // An iterator reading the buffer under `n` (through its views), then `chain`.
   int Iterator(const Node* n, const Chain& chain) {
     Chain steps = chain;
-    const Node* base = n;
-    while (!HasBuffer(base) && IsView(base->op)) {
-      steps = Prepend(StepOf(base), steps);
-      base = base->inputs[0].get();
-    }
+    const Node* base = BufferUnder(n, &steps);
     if (!HasBuffer(base)) throw FusionError{base};
     View view;
     view.tensor = TensorOf(base);

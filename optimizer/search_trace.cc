@@ -119,7 +119,8 @@ std::vector<lowering::FusedRegion> FuseTraceRegions(const Trace& trace, const Re
         if (kept.size() == before) break;
         region = search::ExtractRegion(root, boundary);
       }
-      if (!region.ok() || Anchors(*region) < 2 || Anchors(*region) > kMaxAnchors) continue;
+      if (!region.ok()) continue;
+      if (const int anchors = Anchors(*region); anchors < 2 || anchors > kMaxAnchors) continue;
       if (chosen_region && region->nodes.size() == chosen_region->nodes.size()) continue;  // the same region
       const absl::flat_hash_set<const Node*> inside(region->nodes.begin(), region->nodes.end());
       bool inputs_ok = true;

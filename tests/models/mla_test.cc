@@ -14,6 +14,7 @@
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/search/verify.h"
 #include "optimizer/search_trace.h"
+#include "tests/models/random_mla_weights.h"
 #include "tests/test_util.h"
 
 namespace kiln::models {
@@ -26,16 +27,7 @@ MlaConfig SmallConfig() {
   return {.dim = 24, .n_heads = 3, .head_dim = 8, .latent_dim = 16, .max_seq_len = 12};
 }
 
-MlaWeights RandomWeights(const MlaConfig& c, uint64_t seed) {
-  auto w = [&](Shape shape, double scale) {
-    Tensor t = random_normal(shape, seed++, 0, scale);
-    EXPECT_TRUE(t.realize().ok());
-    return t;
-  };
-  const int64_t h = c.n_heads, hd = c.head_dim, l = c.latent_dim;
-  return {.wq = w({c.dim, h * hd}, 0.3), .w_dkv = w({c.dim, l}, 0.3), .kv_norm = w({l}, 1),
-          .w_uk = w({h, l, hd}, 0.3), .w_uv = w({h, l, hd}, 0.3), .wo = w({h * hd, c.dim}, 0.3)};
-}
+MlaWeights RandomWeights(const MlaConfig& c, uint64_t seed) { return testing::RandomMlaWeights(c, seed, 0.3); }
 
 TEST(Mla, BadConfigsAndWeightsAreRejected) {
   MlaConfig c = SmallConfig();

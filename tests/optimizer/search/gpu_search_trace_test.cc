@@ -13,6 +13,7 @@
 #include "optimizer/cuda_executor.h"
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search_trace.h"
+#include "tests/models/random_mla_weights.h"
 #include "tests/test_util.h"
 
 namespace kiln {
@@ -117,24 +118,11 @@ TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
 // formed), matching the CPU step after step.
 TEST_F(GpuSearchTrace, MlaDecodeMatchesTheCpu) {
   const models::MlaConfig config{.dim = 96, .n_heads = 4, .head_dim = 16, .latent_dim = 32, .max_seq_len = 200};
-  uint64_t seed = 11;
-  auto weight = [&](Shape shape, double scale) {
-    Tensor t = random_normal(shape, seed++, 0, scale);
-    EXPECT_TRUE(t.realize().ok());
-    return t;
-  };
-  const int64_t h = config.n_heads, hd = config.head_dim, l = config.latent_dim;
-  const models::MlaWeights weights{.wq = weight({config.dim, h * hd}, 0.2), .w_dkv = weight({config.dim, l}, 0.2),
-                                   .kv_norm = weight({l}, 1), .w_uk = weight({h, l, hd}, 0.3),
-                                   .w_uv = weight({h, l, hd}, 0.3), .wo = weight({h * hd, config.dim}, 0.2)};
-  absl::StatusOr<models::MlaAttention> cpu = models::MlaAttention::Create(config, weights);
+  absl::StatusOr<models::MlaAttention> cpu =
+      models::MlaAttention::Create(config, testing::RandomMlaWeights(config, 11, 0.2));
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  models::MlaWeights moved = weights;
-  for (Tensor* t : {&moved.wq, &moved.w_dkv, &moved.kv_norm, &moved.w_uk, &moved.w_uv, &moved.wo}) {
-    *t = to(*t, Device::Cuda());
-    KILN_ASSERT_OK(t->realize());
-  }
-  absl::StatusOr<models::MlaAttention> gpu = models::MlaAttention::Create(config, moved);
+  absl::StatusOr<models::MlaAttention> gpu =
+      models::MlaAttention::Create(config, testing::RandomMlaWeights(config, 11, 0.2, Device::Cuda()));
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   Tensor cpu_cache = testing::ValueOrFail(cpu->NewCache());
   Tensor gpu_cache = testing::ValueOrFail(gpu->NewCache(Device::Cuda()));
