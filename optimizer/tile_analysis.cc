@@ -174,6 +174,15 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
         if (source != TileAxis::Source::kLoop && source != TileAxis::Source::kFull) {
           return Bad(i, "a stable exp's max runs along the loop axis or an axis read whole");
         }
+        if (op.mask.on()) {
+          const int rank = static_cast<int>(info.axes.size());
+          const CausalMask& m = op.mask;
+          if (m.row < 0 || m.row >= rank || m.col < 0 || m.col >= rank || m.row == m.col) {
+            return Bad(i, "a causal mask's axes");
+          }
+          if (m.col != op.axis) return Bad(i, "a causal mask's keys are the axis of the stable exp's max");
+          if (info.axes[m.row].source == TileAxis::Source::kOne) return Bad(i, "a causal mask's rows are one");
+        }
         break;
       }
     }

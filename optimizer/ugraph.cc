@@ -158,6 +158,10 @@ std::string TileOpText(const TileOp& op) {
   }
   for (int a : op.args) absl::StrAppend(&out, " x", a);
   if (op.rescale >= 0) absl::StrAppend(&out, " rescaled by x", op.rescale);
+  if (op.mask.on()) {
+    absl::StrAppend(&out, " causal (axis ", op.mask.row, " >= axis ", op.mask.col,
+                    op.mask.shift ? absl::StrCat(", shift ", op.mask.shift) : "", ")");
+  }
   return out;
 }
 

@@ -190,6 +190,21 @@ struct MatmulTiles {
   DType dtype = DType::kF32;  // of the product (its operands are rounded to it)
 };
 
+// A causal mask (attention's): of a tensor whose axes `row` and `col` have
+// full sizes R and C, element (.., r, .., c, ..) is kept where
+// r + (C - R) + shift >= c, its last query seeing every key when shift is 0
+// (kiln's attention, with any number of cached keys before the queries).
+// Masked elements leave a stable exp's max and their exponential is 0:
+// exp(-inf), as the masked scores' softmax gives.
+struct CausalMask {
+  int row = -1, col = -1;  // -1: no mask
+  int64_t shift = 0;
+  bool on() const { return row >= 0; }
+  // Whether element (r, c) of an R x C mask is kept.
+  bool Keeps(int64_t r, int64_t c, int64_t rows, int64_t cols) const { return r + (cols - rows) + shift >= c; }
+  friend bool operator==(const CausalMask&, const CausalMask&) = default;
+};
+
 // One op of a kTiled block, on whole tiles (the code generator decides
 // where each lives: shared memory or registers). Values are f32 (integers are
 // not searched). A tile op is computed at every loop step when it depends on
@@ -209,7 +224,9 @@ struct TileOp {
                   // there. Along a kFull axis that is the row's max; along the
                   // loop axis it is the running max over the steps so far,
                   // so every accumulator of a value that carries the factor
-                  // exp(-m) must follow it (`rescale`).
+                  // exp(-m) must follow it (`rescale`). With `mask`
+                  // (over args[0]'s tile axes, by the tensor dims they
+                  // cover), masked elements are left out of m and give 0.
   };
   Kind kind = Kind::kInput;
   OpKind op = OpKind::kLeaf;  // kUnary, kBinary
@@ -224,6 +241,7 @@ struct TileOp {
   // with `axis` at size 1, broadcast against the accumulator's), then adds:
   // the online softmax. The sum stays exact for values linear in exp(-m).
   int rescale = -1;
+  CausalMask mask;  // kStableExp
 };
 
 struct BlockGraph {

@@ -242,7 +242,8 @@ json BlockJson(const BlockGraph& b) {
   json tile_ops = json::array();
   for (const TileOp& op : b.tile_ops) {
     tile_ops.push_back({static_cast<int>(op.kind), std::string(OpName(op.op)), op.args, op.input, op.axis,
-                        DoubleJson(op.value), std::string(DTypeName(op.dtype)), op.rescale});
+                        DoubleJson(op.value), std::string(DTypeName(op.dtype)), op.rescale,
+                        json::array({op.mask.row, op.mask.col, op.mask.shift})});
   }
   return {{"kind", static_cast<int>(b.kind)},
           {"tile_ops", tile_ops},
@@ -274,6 +275,13 @@ BlockGraph BlockFrom(const json& j) {
       op.value = DoubleFrom(o.at(5));
       op.dtype = DTypeFrom(o.at(6));
       if (o.size() > 7) op.rescale = AsInt(o.at(7));  // written since the online softmax
+      if (o.size() > 8) {                                // since the causal mask
+        const json& m = o.at(8);
+        if (!m.is_array() || m.size() != 3) throw FormatError("a tile op's mask is [row, col, shift]");
+        op.mask.row = AsInt(m.at(0));
+        op.mask.col = AsInt(m.at(1));
+        op.mask.shift = AsInt64(m.at(2));
+      }
       b.tile_ops.push_back(std::move(op));
     }
   }

@@ -40,8 +40,10 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     if (b_.tile_ops[out].rescale != e || !IsMatrix(e)) continue;
     const int s = exp.args[0];
     const MatmulPlan& s_plan = matmuls_[s];
-    if (b_.tile_ops[s].kind != TileOp::Kind::kMatmul || !s_plan.step || uses[s] != 1 || s_plan.b_rows) continue;
+    if (b_.tile_ops[s].kind != TileOp::Kind::kMatmul || !s_plan.step || uses[s] != 1) continue;
     if (exp.axis != static_cast<int>(tiles_[e].axes.size()) - 1) continue;  // along S's columns
+    // A causal mask on S's rows and columns (a fragment's are the lane's).
+    if (exp.mask.on() && exp.mask.row != exp.axis - 1) continue;
     // Rows: more than one slab, at most one per warp; or under 16 rows
     // (decode) whose step has 16 keys per warp: each warp then takes its
     // own keys. (Query tiles of 16 rows shared out that way ran at 20-300
@@ -149,14 +151,22 @@ void TiledGenerator::EmitFlashStep() {
   // running max and the factor the sums so far take.
   // Columns past the step's keys (the last step's tail) are left out; a
   // full step, every step but that one, skips the compares.
-  const std::string full = absl::StrCat(keys, " == ", s.cols);
+  // Under a causal mask a step is full where it lies wholly on the kept
+  // side for the warp's rows: its last key against the warp's first row.
+  std::string full = absl::StrCat(keys, " == ", s.cols);
+  const std::string col = absl::StrCat(col0, "v * 8 + t2 + (h & 1)");
+  std::string in_range = absl::StrCat(col, " < ", keys);
+  if (b_.tile_ops[flash_.exp].mask.on()) {
+    absl::StrAppend(&full, " && ", MaskKeeps(flash_.exp, "m0", absl::StrCat(col0, split ? 15 : s.cols - 1)));
+    absl::StrAppend(&in_range, " && ", MaskKeeps(flash_.exp, "(m0 + g + 8 * (h >> 1))", col));
+  }
   // (`in_range` empty: every column is.)
   const auto by_fullness = [&](const std::function<void(const std::string& in_range)>& emit) {
     e_.Open(absl::StrCat("if (", full, ")"));
     emit("");
     e_.Close();
     e_.Open("else");
-    emit(absl::StrCat(col0, "v * 8 + t2 + (h & 1) < ", keys));
+    emit(in_range);
     e_.Close();
   };
   e_.Line("float top[2] = {no_shift(), no_shift()};");
@@ -226,7 +236,8 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   const MatmulPlan& plan = matmuls_[mm];
   const std::string mma = absl::StrCat("mma_", DTypeSuffix(op.dtype));
   e_.Line("#pragma unroll");
-  if (plan.b_tile || count % 2 != 0) {
+  // (B by rows, K stored as the cache holds it: a fragment per column of tiles.)
+  if (plan.b_tile || plan.b_rows || count % 2 != 0) {
     e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; ++v)"));
     EmitMmaB(mm, absl::StrCat("(", first, " + v)"));
     e_.Linef(mma, "(", acc, "[v], fa, fb);");

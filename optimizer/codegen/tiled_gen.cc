@@ -383,7 +383,43 @@ void TiledGenerator::EmitElementwise(int i) {
   Wrote(i, true);
 }
 
-void TiledGenerator::OpenRowFold(int x, int axis, bool max) {
+std::string TiledGenerator::CausalStepEnd() const {
+  int masked = -1;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    if (op.kind != TileOp::Kind::kStableExp || !op.mask.on()) continue;
+    if (masked >= 0 || !ugraph::IsRunningMax(b_, tiles_, static_cast<int>(i))) return "";
+    masked = static_cast<int>(i);
+  }
+  if (masked < 0) return "";
+  // Every sum over the loop must follow that max (its masked terms are 0).
+  for (const TileOp& op : b_.tile_ops) {
+    if (op.kind == TileOp::Kind::kAccumulate && op.rescale != masked) return "";
+  }
+  const TileOp& exp = b_.tile_ops[masked];
+  const TileAxis& rows = tiles_[exp.args[0]].axes[exp.mask.row];
+  std::string last_row;
+  if (rows.source == Source::kGrid) {
+    last_row = absl::StrCat("(s", rows.grid_axis, " + n", rows.grid_axis, " - 1)");
+  } else if (rows.source == Source::kFull) {
+    last_row = absl::StrCat(rows.size - 1, "LL");
+  } else {
+    return "";
+  }
+  return absl::StrCat("max(0LL, ", last_row, " + ", MaskOffset(masked), " + ", b_.forloop.tile, ") / ",
+                      b_.forloop.tile);
+}
+
+std::string TiledGenerator::FoldCoord(int x, int axis, int d) const {
+  const std::vector<int64_t> in = Sizes(tiles_[x]);
+  if (in[d] == 1) return "0";
+  if (d == axis) return "j";
+  const int64_t inner = Product(in, axis + 1, in.size());
+  if (d < axis) return absl::StrCat("(o / ", inner * Product(in, d + 1, axis), " % ", in[d], ")");
+  return absl::StrCat("(o % ", inner, " / ", Product(in, d + 1, in.size()), " % ", in[d], ")");
+}
+
+void TiledGenerator::OpenRowFold(int x, int axis, bool max, const std::string& keeps) {
   const std::vector<int64_t> in = Sizes(tiles_[x]);
   const int64_t size = in[axis];
   const int64_t inner = Product(in, axis + 1, in.size());
@@ -393,7 +429,9 @@ void TiledGenerator::OpenRowFold(int x, int axis, bool max) {
   const std::string element =
       inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
                  : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
-  const std::string fold = max ? absl::StrCat("v = fmaxf(v, ", element, ");") : absl::StrCat("v += ", element, ";");
+  const std::string fold = absl::StrCat(keeps.empty() ? "" : absl::StrCat("if (", keeps, ") "),
+                                        max ? absl::StrCat("v = fmaxf(v, ", element, ");")
+                                            : absl::StrCat("v += ", element, ";"));
   const bool warp = FoldsByWarp(x, axis);
   e_.Open(warp ? absl::StrCat("for (int o = threadIdx.x / 32; o < ", rows, "; o += ", b_.threads / 32, ")")
                : absl::StrCat("for (int o = threadIdx.x; o < ", rows, "; o += ", b_.threads, ")"));
@@ -571,12 +609,17 @@ absl::Status TiledGenerator::Generate() {
   if (loop) {
     // This block's steps: all of them, or its share of a split loop.
     e_.Linef("const i64 steps = ", count(b_.forloop), ";");
+    // Under a causal mask, the steps past the last key this block's last
+    // row sees hold only masked keys: they are skipped.
+    const std::string causal_end = CausalStepEnd();
+    if (!causal_end.empty()) e_.Linef("const i64 causal_end = ", causal_end, ";");
+    const std::string last = causal_end.empty() ? "steps" : "min(steps, causal_end)";
     if (split_axis >= 0) {
       e_.Linef("const i64 share = (steps + ", b_.loop_split - 1, ") / ", b_.loop_split, ";");
       e_.Linef("const i64 step_begin = min(steps, (i64)", kBlockIdx[split_axis], " * share);");
-      e_.Line("const i64 step_end = min(steps, step_begin + share);");
+      e_.Linef("const i64 step_end = min(", last, ", step_begin + share);");
     } else {
-      e_.Line("const i64 step_begin = 0, step_end = steps;");
+      e_.Linef("const i64 step_begin = 0, step_end = ", last, ";");
     }
     for (size_t i = 0; i < n; ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !matmuls_[i].direct) continue;

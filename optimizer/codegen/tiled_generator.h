@@ -185,7 +185,11 @@ class TiledGenerator {
   // `v`, by warp or by thread (FoldsByWarp). Opens the loop over rows `o`
   // and a block where one thread holds the row's `v`; CloseRowFold closes
   // both.
-  void OpenRowFold(int x, int axis, bool max);
+  // With `keeps` (a condition on the row's coordinates and "j", the
+  // element's along `axis`), only elements it holds for are folded.
+  void OpenRowFold(int x, int axis, bool max, const std::string& keeps = "");
+  // The coordinate along axis d of tile x of row `o` of a fold along `axis`.
+  std::string FoldCoord(int x, int axis, int d) const;
   void CloseRowFold();
   void EmitAccumulate(int i);
   void EmitStores();
@@ -448,6 +452,16 @@ class TiledGenerator {
   // Running maxes to -inf, before the loop.
   void EmitShiftReset();
   void EmitStableExp(int i);
+  // The condition that stable exp i's causal mask keeps the element of its
+  // argument's tile at `row` and `col` (tile coordinates along the mask's
+  // axes); empty without a mask.
+  std::string MaskKeeps(int i, const std::string& row, const std::string& col) const;
+  // The mask's rows' and keys' offset: r + offset >= c keeps (an i64 expression).
+  std::string MaskOffset(int i) const;
+  // The first loop step that holds only keys the causal mask hides from
+  // every row of this block (an i64 expression), where every accumulator
+  // follows the one masked running max; else empty.
+  std::string CausalStepEnd() const;
   // A split loop's running maxes: out to the workspace after the
   // accumulators, or (combine) the max over the blocks into shift<i>,
   // then a barrier.

@@ -13,6 +13,8 @@
 //      kept across the loop: EmitRegisterRescale).
 // A row with no finite element yet keeps -inf: its exponentials are
 // exp(x) (0 for masked scores) and its factor 1 (tiles/math.cuh).
+// A causal mask (TileOp::mask) leaves its masked elements out of the max
+// and writes 0 for them.
 #include "optimizer/codegen/tiled_generator.h"
 
 namespace kiln::codegen::tiled_internal {
@@ -69,7 +71,9 @@ void TiledGenerator::EmitStableExp(int i) {
   Read(x, false);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": ", running ? "running max" : "row max", " per row of ",
            ShiftRowTile(i).elements());
-  OpenRowFold(x, op.axis, /*max=*/true);
+  const ugraph::CausalMask& mask = op.mask;
+  OpenRowFold(x, op.axis, /*max=*/true,
+              mask.on() ? MaskKeeps(i, FoldCoord(x, op.axis, mask.row), FoldCoord(x, op.axis, mask.col)) : "");
   if (running) {
     e_.Linef("const float before = shift", i, "[o], after = fmaxf(before, v);");
     e_.Linef("rescale", i, "[o] = shift_rescale(before, after);");
@@ -84,7 +88,11 @@ void TiledGenerator::EmitStableExp(int i) {
   const std::vector<int64_t> sizes = Sizes(tiles_[i]);
   OpenLinear(tiles_[i].elements());
   const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
-  e_.Linef(Buffer(i), "[l] = stable_exp(", Buffer(x), "[l], shift", i, "[", RowOf(i, tiles_[i], coords), "]);");
+  const std::string exp =
+      absl::StrCat("stable_exp(", Buffer(x), "[l], shift", i, "[", RowOf(i, tiles_[i], coords), "])");
+  e_.Linef(Buffer(i), "[l] = ",
+           mask.on() ? absl::StrCat(MaskKeeps(i, coords[mask.row], coords[mask.col]), " ? ", exp, " : 0.0f") : exp,
+           ";");
   e_.Close();
   Wrote(i, true);
   if (!running) return;
@@ -105,6 +113,21 @@ void TiledGenerator::EmitStableExp(int i) {
     e_.Close();
     Wrote(acc, true);
   }
+}
+
+std::string TiledGenerator::MaskOffset(int i) const {
+  const TileOp& op = b_.tile_ops[i];
+  const TileInfo& t = tiles_[op.args[0]];
+  const Dim offset = t.axes[op.mask.col].extent - t.axes[op.mask.row].extent + op.mask.shift;
+  return e_.DimExpr(offset);
+}
+
+std::string TiledGenerator::MaskKeeps(int i, const std::string& row, const std::string& col) const {
+  const TileOp& op = b_.tile_ops[i];
+  if (!op.mask.on()) return "";
+  const TileInfo& t = tiles_[op.args[0]];
+  return absl::StrCat("(", Global(t.axes[op.mask.row], row), " + ", MaskOffset(i), " >= ",
+                      Global(t.axes[op.mask.col], col), ")");
 }
 
 void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, bool combine) {

@@ -68,7 +68,14 @@ class Enumerator {
       if (op.kind == RegionOp::Kind::kUnary) unary_.insert(op.op);
       if (op.kind == RegionOp::Kind::kBinary) binary_.insert(op.op);
       has_matmul_ |= op.kind == RegionOp::Kind::kMatmul;
-      has_stable_exp_ |= op.kind == RegionOp::Kind::kStableExp;
+      if (op.kind == RegionOp::Kind::kStableExp) {
+        const StableExpKind kind = {op.mask, static_cast<int>(op.classes.size()),
+                                    op.mask.on() ? op.classes[op.mask.row] : -1,
+                                    op.mask.on() ? op.classes[op.mask.col] : -1};
+        if (std::find(stable_exps_.begin(), stable_exps_.end(), kind) == stable_exps_.end()) {
+          stable_exps_.push_back(kind);
+        }
+      }
       if (op.kind == RegionOp::Kind::kReduce) {
         const RegionOp& arg = region_.ops[op.args[0]];
         sums_leaves_ |= IsLeaf(op.args[0]) || arg.kind == RegionOp::Kind::kConstant;
@@ -327,7 +334,10 @@ class Enumerator {
       }
       case TileOp::Kind::kReduceSum:
         return pool_.Sum(MakeRational(AxisCount(tiles[op.args[0]].axes[op.axis]), 1), arg(0));
-      case TileOp::Kind::kStableExp: return pool_.Exp(arg(0));  // the shift dropped, as the region's
+      case TileOp::Kind::kStableExp: {  // the shift dropped, as the region's
+        const ExprId e = pool_.Exp(arg(0));
+        return op.mask.on() ? pool_.Mul(CausalMaskExpr(pool_), e) : e;
+      }
       case TileOp::Kind::kAccumulate: {
         const Schedule& s = candidate_.schedule;
         for (size_t c = 0; c < s.map.size(); ++c) {
@@ -440,13 +450,19 @@ class Enumerator {
         const auto src = tiles_[a].axes[axis].source;
         if (src != ugraph::TileAxis::Source::kLoop && src != ugraph::TileAxis::Source::kFull) continue;
         if (!phase_ok({a})) continue;
-        for (TileOp::Kind kind : {TileOp::Kind::kReduceSum, TileOp::Kind::kStableExp}) {
-          if (kind == TileOp::Kind::kStableExp && !has_stable_exp_) continue;
-          if (kind == TileOp::Kind::kReduceSum && a < leaves_ && !sums_leaves_) continue;
+        if (a >= leaves_ || sums_leaves_) {
           TileOp op;
-          op.kind = kind;
+          op.kind = TileOp::Kind::kReduceSum;
           op.args = {a};
           op.axis = static_cast<int>(axis);
+          Try(op, loop, last, count);
+        }
+        for (const StableExpKind& kind : stable_exps_) {
+          TileOp op;
+          op.kind = TileOp::Kind::kStableExp;
+          op.args = {a};
+          op.axis = static_cast<int>(axis);
+          if (kind.mask.on() && !PlaceMask(kind, tiles_[a], &op)) continue;
           Try(op, loop, last, count);
         }
       }
@@ -591,7 +607,39 @@ class Enumerator {
   int leaves_ = 0;
   std::set<OpKind> unary_, binary_;
   bool has_matmul_ = false;
-  bool has_stable_exp_ = false;
+  // The kinds of stable exp the region has: its causal mask (or none), on
+  // a result of `rank` axes, the mask's rows and keys of these classes.
+  struct StableExpKind {
+    ugraph::CausalMask mask;
+    int rank = 0, row_class = -1, col_class = -1;
+    friend bool operator==(const StableExpKind&, const StableExpKind&) = default;
+  };
+  std::vector<StableExpKind> stable_exps_;
+
+  // Puts the mask of `kind` on stable exp `op` over tile `t`: the region's
+  // axes aligned right in the tile, where the tile's axes there cover the
+  // mask's classes as the mapping places them, and its keys are the
+  // max's axis. False where they do not.
+  bool PlaceMask(const StableExpKind& kind, const TileInfo& t, TileOp* op) const {
+    const int lead = static_cast<int>(t.axes.size()) - kind.rank;
+    op->mask = kind.mask;
+    op->mask.row += lead;
+    op->mask.col += lead;
+    if (op->mask.row < 0 || op->mask.col != op->axis) return false;
+    return Covers(t.axes[op->mask.row], kind.row_class) && Covers(t.axes[op->mask.col], kind.col_class);
+  }
+
+  // Whether tile axis `a` covers class c whole, the way the mapping places c.
+  bool Covers(const ugraph::TileAxis& a, int c) const {
+    const Schedule& s = candidate_.schedule;
+    using Source = ugraph::TileAxis::Source;
+    switch (s.map[c]) {
+      case Schedule::Map::kGrid: return a.source == Source::kGrid && a.grid_axis == s.grid_axis[c];
+      case Schedule::Map::kLoop: return a.source == Source::kLoop;
+      case Schedule::Map::kFull: return a.source == Source::kFull && a.extent == region_.class_size[c];
+    }
+    return false;
+  }
   // Whether the region sums an input itself; if not, no program sums a leaf
   // (the abstract expressions drop which axes vary, so the pruning lets a
   // sum of any input pass as a subexpression of a sum of products).

@@ -78,15 +78,39 @@ FusedCase RowKeysAttentionCase(int64_t batch, int64_t queries, int64_t head_dim,
                 matmul(softmax(matmul(q, transpose(k, 1, 2)), -1), v));
 }
 
-FusedCase GroupedAttentionCase(int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim, int64_t keys,
-                               DType dtype, Device device) {
+namespace {
+
+// Grouped-query attention; with `causal`, masked as ops/nn.cc's attention masks it.
+FusedCase GroupedAttention(bool causal, int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim,
+                           int64_t keys, DType dtype, Device device) {
+  KILN_CHECK(!causal || keys >= queries, "causal attention needs at least as many keys as queries");
   Tensor q = Leaf({kv_heads, group, queries, head_dim}, 1, 23, dtype, device);
   Tensor k = Leaf({kv_heads, 1, keys, head_dim}, 1, 24, dtype, device);
   Tensor v = Leaf({kv_heads, 1, keys, head_dim}, 1, 25, dtype, device);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  const Tensor scores = cast(matmul(q, transpose(k, 2, 3)), DType::kF32) * scale;
-  return Finish(absl::StrCat("grouped_attention_", kv_heads, "x", group, "x", queries, "x", head_dim, "x", keys),
+  Tensor scores = cast(matmul(q, transpose(k, 2, 3)), DType::kF32) * scale;
+  // As ops/nn.cc's attention writes it; a single query (the last position)
+  // sees every key and is not masked.
+  if (causal && queries > 1) {
+    const Tensor query_pos = unsqueeze(iota(queries, keys - queries, 1, DType::kI32, device), 1);
+    const Tensor key_pos = unsqueeze(iota(keys, 0, 1, DType::kI32, device), 0);
+    scores = where(ge(query_pos, key_pos), scores, -INFINITY);
+  }
+  return Finish(absl::StrCat(causal ? "causal" : "grouped", "_attention_", kv_heads, "x", group, "x", queries, "x",
+                             head_dim, "x", keys),
                 {q, k, v}, matmul(cast(softmax(scores, -1), dtype), v));
+}
+
+}  // namespace
+
+FusedCase GroupedAttentionCase(int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim, int64_t keys,
+                               DType dtype, Device device) {
+  return GroupedAttention(false, kv_heads, group, queries, head_dim, keys, dtype, device);
+}
+
+FusedCase CausalAttentionCase(int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim, int64_t keys,
+                              DType dtype, Device device) {
+  return GroupedAttention(true, kv_heads, group, queries, head_dim, keys, dtype, device);
 }
 
 FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys, DType dtype,
@@ -129,6 +153,7 @@ absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device) 
   else if (name == "qknorm_gqa_bs8") c = QkNormAttentionCase(16, 256, 64, 4096, DType::kF16, device);
   else if (name == "seed_attention") c = AttentionCase(64, 1, 128, 4096, DType::kF16, device);
   else if (name == "mla_decode") c = MlaCase(16, 256, 64, 4096, DType::kF16, device);
+  else if (name == "causal_prefill") c = CausalAttentionCase(8, 4, 4096, 128, 4096, DType::kBF16, device);
   else return absl::NotFoundError(absl::StrCat("no fused case named ", name));
   c.name = name;
   return c;

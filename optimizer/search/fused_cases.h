@@ -46,6 +46,12 @@ FusedCase RowKeysAttentionCase(int64_t batch, int64_t queries, int64_t head_dim,
 FusedCase GroupedAttentionCase(int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim, int64_t keys,
                                DType dtype = DType::kF16, Device device = Device::Cpu());
 
+// The same, causal, as kiln's attention masks it: query i (of the last
+// `queries` positions) sees keys 0 .. keys - queries + i; keys >= queries.
+// A single query sees every key: no mask, as the attention op writes it.
+FusedCase CausalAttentionCase(int64_t kv_heads, int64_t group, int64_t queries, int64_t head_dim, int64_t keys,
+                              DType dtype = DType::kF16, Device device = Device::Cpu());
+
 // Attention with QK-norm: softmax(rms(Q, -1) @ rms(K, -2)) @ V, rms in f32
 // (without a weight), as peers.py's qknorm_gqa cases write it.
 FusedCase QkNormAttentionCase(int64_t batch, int64_t queries, int64_t head_dim, int64_t keys,
@@ -62,6 +68,11 @@ FusedCase MlaCase(int64_t heads, int64_t latent, int64_t head_dim, int64_t keys,
 // 16 heads, a 256-wide latent, head dim 64, 4096 keys; bench/mla_peers.py
 // writes it for PyTorch, naive and weight-absorbed).
 std::vector<std::string> FusedCaseNames();
+// MakeFusedCase also knows causal_prefill (kiln's own, issue 6's prefill
+// target: 32 query and 8 KV heads, 4096 positions, head dim 128, bf16,
+// causal; 137 GFLOP). It is left out of FusedCaseNames: the tests check
+// every listed case against the CPU, which would take minutes for it.
+// `kiln bench fused --cases causal_prefill` times it.
 absl::StatusOr<FusedCase> MakeFusedCase(const std::string& name, Device device = Device::Cpu());
 
 }  // namespace kiln::search

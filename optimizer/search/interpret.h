@@ -85,13 +85,14 @@ DenseArray<V> RowMaxima(const DenseArray<V>& in, const std::vector<int64_t>& row
   return out;
 }
 
-template <typename Alg, typename V = typename Alg::Value>
-DenseArray<V> ShiftedExps(const DenseArray<V>& in, const DenseArray<V>& shifts, const Alg& alg) {
+// (Masked elements, where kept(coords) fails, give 0.)
+template <typename Alg, typename F, typename V = typename Alg::Value>
+DenseArray<V> ShiftedExps(const DenseArray<V>& in, const DenseArray<V>& shifts, const Alg& alg, F&& kept) {
   DenseArray<V> out = DenseArray<V>::Filled(in.shape, alg.Zero());
   const auto sr = RowMajorStrides(shifts.shape);
   int64_t k = 0;
   ForEach(in.shape, [&](const std::vector<int64_t>& c) {
-    out.data[k] = alg.ShiftedExp(in.data[k], shifts.data[BroadcastOffset(c, shifts.shape, sr)]);
+    if (kept(c)) out.data[k] = alg.ShiftedExp(in.data[k], shifts.data[BroadcastOffset(c, shifts.shape, sr)]);
     ++k;
   });
   return out;
@@ -128,9 +129,13 @@ absl::StatusOr<DenseArray<V>> EvaluateRegion(const Region& region, const std::ve
         const DenseArray<V>& in = v[op.args[0]];
         std::vector<int64_t> rows = in.shape;
         for (int a : op.axes) rows[a] = 1;
-        DenseArray<V> shifts = RowMaxima(in, rows, alg, [](const std::vector<int64_t>&) { return true; });
+        const auto kept = [&](const std::vector<int64_t>& c) {
+          const ugraph::CausalMask& m = op.mask;
+          return !m.on() || m.Keeps(c[m.row], c[m.col], in.shape[m.row], in.shape[m.col]);
+        };
+        DenseArray<V> shifts = RowMaxima(in, rows, alg, kept);
         for (V& m : shifts.data) m = alg.RegionShift(m);
-        v[i] = ShiftedExps(in, shifts, alg);
+        v[i] = ShiftedExps(in, shifts, alg, kept);
         break;
       }
       case RegionOp::Kind::kPermute: {

@@ -1,6 +1,7 @@
 #include "optimizer/search/region.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "absl/container/flat_hash_map.h"
@@ -50,6 +51,67 @@ const Node* StabilizedArgument(const Node* n, std::vector<int>* axes, std::vecto
   return x;
 }
 
+// The iota under `n` (int casts, and reshapes that add size-1 axes, on the
+// way) and the one axis of `n` it runs along; else nullptr.
+const Node* PositionIota(const Node* n, int* axis, std::vector<const Node*>* between) {
+  const Shape& shape = n->shape;
+  while ((n->op == OpKind::kReshape || n->op == OpKind::kCast) && !n->is_realized()) {
+    between->push_back(n);
+    n = n->inputs[0].get();
+  }
+  if (n->op != OpKind::kIota || n->is_realized() || n->shape.rank() != 1 || n->shape[0] == Dim(1)) return nullptr;
+  between->push_back(n);
+  *axis = -1;
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape[d] == Dim(1)) continue;
+    if (*axis >= 0 || !(shape[d] == n->shape[0])) return nullptr;
+    *axis = d;
+  }
+  return *axis >= 0 ? n : nullptr;
+}
+
+// The scores under `n` when `n` is attention's causal mask, where(query_pos
+// >= key_pos, scores, -inf) with positions iotas of step 1 (kiln's
+// attention: ops/nn.cc), with the mask on the scores' axes and the nodes
+// between; else nullptr.
+const Node* CausalMasked(const Node* n, ugraph::CausalMask* mask, std::vector<const Node*>* between) {
+  if (n->op != OpKind::kWhere || n->is_realized()) return nullptr;
+  const Node* cond = n->inputs[0].get();
+  const Node* fill = ScalarConstant(n->inputs[2].get());
+  if (fill == nullptr || n->inputs[2]->is_realized() || cond->is_realized()) return nullptr;
+  const double value = std::get<ConstantAttrs>(fill->attrs).value;
+  if (!(std::isinf(value) && value < 0)) return nullptr;
+  if (cond->op != OpKind::kGe && cond->op != OpKind::kLe) return nullptr;
+  const int q = cond->op == OpKind::kGe ? 0 : 1;  // le(key_pos, query_pos) reads the same
+  std::vector<const Node*> nodes = {n, cond};
+  for (const Node* c = n->inputs[2].get(); c != fill; c = c->inputs[0].get()) nodes.push_back(c);
+  nodes.push_back(fill);
+  int row = -1, col = -1;
+  const Node* rows = PositionIota(cond->inputs[q].get(), &row, &nodes);
+  const Node* cols = PositionIota(cond->inputs[1 - q].get(), &col, &nodes);
+  if (rows == nullptr || cols == nullptr) return nullptr;
+  const auto& ra = std::get<IotaAttrs>(rows->attrs);
+  const auto& ca = std::get<IotaAttrs>(cols->attrs);
+  if (ra.step != 1 || ca.step != 1 || ra.offset != std::floor(ra.offset) || ca.offset != std::floor(ca.offset)) {
+    return nullptr;
+  }
+  // Aligned right in the where's result.
+  const int rank = n->shape.rank();
+  row += rank - cond->inputs[q]->shape.rank();
+  col += rank - cond->inputs[1 - q]->shape.rank();
+  if (row == col || row < 0 || col < 0) return nullptr;
+  // query r sees key c where r + start_q >= c + start_k: the shift past
+  // the last query seeing the last key.
+  const Dim shift = (ra.start - ca.start) - (n->shape[col] - n->shape[row]) +
+                    static_cast<int64_t>(ra.offset - ca.offset);
+  if (!shift.is_concrete()) return nullptr;
+  mask->row = row;
+  mask->col = col;
+  mask->shift = shift.value();
+  *between = std::move(nodes);
+  return n->inputs[1].get();
+}
+
 // The product under `n` when `n` is a product scaled by a scalar constant
 // (attention's scores, q k^T * 1/sqrt(d); float casts between allowed),
 // with the constant and the nodes between; else nullptr.
@@ -86,6 +148,20 @@ std::vector<int> MemoryOrder(const TensorData& data) {
     if (order[d] != static_cast<int>(d)) return order;
   }
   return {};
+}
+
+// The mask as a bool tensor broadcast against `shape` (its axes at
+// mask.row and mask.col, 1 elsewhere).
+Tensor CausalKeeps(const ugraph::CausalMask& mask, const Shape& shape, Device device) {
+  const Dim& rows = shape[mask.row];
+  const Dim& cols = shape[mask.col];
+  const std::vector<Dim> ones(shape.rank(), Dim(1));
+  Shape row_shape(ones), col_shape(ones);
+  row_shape[mask.row] = rows;
+  col_shape[mask.col] = cols;
+  const Tensor query_pos = reshape(iota(rows, cols - rows + mask.shift, 1, DType::kI32, device), row_shape);
+  const Tensor key_pos = reshape(iota(cols, 0, 1, DType::kI32, device), col_shape);
+  return ge(query_pos, key_pos);
 }
 
 // Union-find over dim classes.
@@ -199,6 +275,7 @@ class Extractor {
       RegionOp op;
       op.kind = RegionOp::Kind::kStableExp;
       op.op = OpKind::kExp;
+      if (const Node* scores = MaskedScores(x, axes, &op.mask)) x = scores;
       op.args = {Visit(x)};
       op.axes = std::move(axes);
       op.classes = region_.ops[op.args[0]].classes;
@@ -242,12 +319,32 @@ class Extractor {
     return Add(std::move(op));
   }
 
-  // A product scaled by a constant, (a b) c, as (a c) b, or a (b c) where b
-  // is the smaller operand: the scale becomes part of reading an operand
-  // (a prologue the search does not build), not an op on the product
-  // the search must place. Exact in real arithmetic; the scaled operand is
-  // rounded to the product's dtype, as every operand of a product is.
-  // -1 where `n` is not one, or one of the nodes between is a boundary.
+  // The scores under `x` when it is a causal mask whose keys are the
+  // softmax's one axis and whose nodes are no boundaries (they join the
+  // region); else nullptr, and `mask` is left off.
+  const Node* MaskedScores(const Node* x, const std::vector<int>& axes, ugraph::CausalMask* mask) {
+    std::vector<const Node*> between;
+    ugraph::CausalMask m;
+    const Node* scores = CausalMasked(x, &m, &between);
+    if (scores == nullptr || axes != std::vector<int>{m.col}) return nullptr;
+    for (const Node* b : between) {
+      if (is_boundary_(b) || done_.contains(b)) return nullptr;
+    }
+    region_.nodes.insert(region_.nodes.end(), between.begin(), between.end());
+    *mask = m;
+    return scores;
+  }
+
+  // A product scaled by a constant, (a b) c, as (a c) b: the scale becomes
+  // part of reading an operand (a prologue the search does not build), not
+  // an op on the product the search must place. The left operand takes it:
+  // its rows are the output's (attention's queries, read once per block
+  // before the loop over the keys; an activation, not a weight). Scaling
+  // the smaller operand instead put it on the keys of grouped prefill
+  // (group x queries rows against fewer keys), where the search found no
+  // kernel. Exact in real arithmetic; the scaled operand is rounded to the
+  // product's dtype, as every operand of a product is. -1 where `n` is not
+  // one, or one of the nodes between is a boundary.
   int ScaledProductOp(const Node* n) {
     const Node* constant = nullptr;
     std::vector<const Node*> between;
@@ -257,13 +354,9 @@ class Extractor {
       if (is_boundary_(b) || done_.contains(b)) return -1;
     }
     region_.nodes.insert(region_.nodes.end(), between.begin(), between.end());
-    int a = Visit(product->inputs[0].get()), b = Visit(product->inputs[1].get());
-    auto elements = [&](int op) {
-      int64_t count = 1;
-      for (int c : region_.ops[op].classes) count *= NominalSize(classes_.size(classes_.Find(c)));
-      return count;
-    };
-    int& scaled = elements(b) < elements(a) ? b : a;
+    int a = Visit(product->inputs[0].get());
+    const int b = Visit(product->inputs[1].get());
+    int& scaled = a;
     RegionOp c;
     c.kind = RegionOp::Kind::kConstant;
     c.value = std::get<ConstantAttrs>(constant->attrs).value;
@@ -331,6 +424,8 @@ class Extractor {
 
 }  // namespace
 
+ExprId CausalMaskExpr(ExprPool& pool) { return pool.Input(1 << 24); }
+
 int64_t NominalSize(const Dim& d) { return d.is_concrete() ? d.value() : d.max_value(); }
 
 std::vector<int64_t> Region::Shape(int op, const std::vector<int64_t>& sizes) const {
@@ -353,6 +448,7 @@ std::string Region::ToString() const {
     }
     for (int a : op.args) absl::StrAppend(&out, " r", a);
     if (!op.axes.empty()) absl::StrAppend(&out, " axes [", absl::StrJoin(op.axes, ","), "]");
+    if (op.mask.on()) absl::StrAppend(&out, " causal ", op.mask.row, ">=", op.mask.col, " shift ", op.mask.shift);
     absl::StrAppend(&out, "  dims [");
     for (size_t d = 0; d < op.classes.size(); ++d) {
       absl::StrAppend(&out, d ? "," : "", "c", op.classes[d], "=", class_size[op.classes[d]].ToString());
@@ -388,7 +484,12 @@ Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs) {
       }
       case RegionOp::Kind::kPermute: v[i] = permute(arg(0), op.axes); break;
       case RegionOp::Kind::kMatmul: v[i] = matmul(arg(0), arg(1)); break;
-      case RegionOp::Kind::kStableExp: v[i] = exp(arg(0) - max(arg(0), op.axes, /*keepdim=*/true)); break;
+      case RegionOp::Kind::kStableExp: {
+        Tensor x = arg(0);
+        if (op.mask.on()) x = where(CausalKeeps(op.mask, x.shape(), device), x, -INFINITY);
+        v[i] = exp(x - max(x, op.axes, /*keepdim=*/true));
+        break;
+      }
       case RegionOp::Kind::kReduce:
         v[i] = op.op == OpKind::kReduceMean ? mean(arg(0), op.axes, op.keepdim) : sum(arg(0), op.axes, op.keepdim);
         break;
@@ -411,7 +512,10 @@ std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool, cons
       case RegionOp::Kind::kConstant: e[i] = pool.Constant(op.value); break;
       case RegionOp::Kind::kPermute: e[i] = e[op.args[0]]; break;
       case RegionOp::Kind::kUnary: e[i] = UnaryExpr(pool, op.op, e[op.args[0]]); break;
-      case RegionOp::Kind::kStableExp: e[i] = pool.Exp(e[op.args[0]]); break;  // the shift dropped
+      case RegionOp::Kind::kStableExp:  // the shift dropped
+        e[i] = pool.Exp(e[op.args[0]]);
+        if (op.mask.on()) e[i] = pool.Mul(CausalMaskExpr(pool), e[i]);
+        break;
       case RegionOp::Kind::kBinary: e[i] = BinaryExpr(pool, op.op, e[op.args[0]], e[op.args[1]]); break;
       case RegionOp::Kind::kMatmul: {
         const RegionOp& a = region.ops[op.args[0]];

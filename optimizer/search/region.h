@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "optimizer/search/abstract_expr.h"
+#include "optimizer/ugraph.h"
 #include "tensor/node.h"
 #include "tensor/tensor.h"
 
@@ -24,7 +25,11 @@ namespace kiln::search {
 struct RegionOp {
   // kStableExp: exp(x - max(x, axes, keepdim)) of args[0], as softmax
   // writes it; the max is a shift the algebra treats as arbitrary
-  // (algebra.h), so its abstract expression is exp(x).
+  // (algebra.h), so its abstract expression is exp(x). With a causal
+  // `mask` (its axes the op's own; its keys the max's one axis), masked
+  // elements are out of the max and give 0: softmax of where(mask, x,
+  // -inf), whose abstract expression is M exp(x), M an input of its own
+  // (CausalMaskExpr).
   enum class Kind : uint8_t { kInput, kConstant, kUnary, kBinary, kReduce, kMatmul, kPermute, kStableExp };
   Kind kind = Kind::kInput;
   OpKind op = OpKind::kLeaf;  // kUnary, kBinary; kReduce: kReduceSum or kReduceMean
@@ -34,6 +39,7 @@ struct RegionOp {
   std::vector<int> axes;      // kReduce, kStableExp: reduced axes (sorted); kPermute: the permutation
   bool keepdim = false;       // kReduce
   std::vector<int> classes;   // the dim class of each axis of the result
+  ugraph::CausalMask mask;    // kStableExp
 };
 
 struct Region {
@@ -74,6 +80,10 @@ Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs);
 // sizes. Ops marked in `atoms` (by op; empty: none) are opaque: each is a
 // fresh input of its own, numbered after the region's inputs.
 std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool, const std::vector<bool>& atoms = {});
+
+// The abstract expression of a causal mask: 1 where kept, 0 elsewhere; an
+// input no region has (inputs and atoms are numbered from 0).
+ExprId CausalMaskExpr(ExprPool& pool);
 
 // The abstract expression of sum over `n` elements; a class of symbolic size
 // counts with its upper bound.

@@ -1,7 +1,8 @@
 // The superoptimizer's regions in a model's trace, on the CPU (no GPU
-// needed): a decode step of the Llama block, whose KV length is a symbol
-// and whose keys and values are slices of the cache, has an attention
-// region per layer that the search fuses into one kernel; the lowering
+// needed): a decode or prefill step of the Llama block, whose KV length is
+// a symbol and whose keys and values are slices of the cache, has an
+// attention region per layer (causal in prefill) that the search fuses
+// into one kernel; the lowering
 // reads the cache through the slice, and every kernel of the step compiles
 // for Hopper.
 #include "optimizer/search_trace.h"
@@ -28,13 +29,18 @@ bool HasSoftmax(const search::Region& region) {
   return false;
 }
 
-TEST(FuseTraceRegions, LlamaDecodeAttentionIsOneSearchedKernelOverTheCache) {
+// The step of `tokens` tokens at a symbolic position (as `kiln generate`
+// records it): each layer's attention is one searched kernel over the
+// cache, causally masked where there are several queries.
+void ExpectAttentionSearchedOverTheCache(int64_t tokens) {
   models::LoadedModel loaded = ValueOrFail(models::LoadLlama2c(std::string(KILN_SHARED_DIR) + "/models/stories260K.bin"));
   absl::StatusOr<models::LlamaModel> model = models::LlamaModel::Create(loaded.config, loaded.weights);
   ASSERT_TRUE(model.ok()) << model.status();
   models::KvCache cache = ValueOrFail(model->NewCache());
-  const Symbol pos = model->PositionSymbol(1);
-  std::vector<Tensor> outputs = {model->Forward(Tensor::FromHost<int32_t>({7}, {1}), Dim(pos), cache)};
+  const Symbol pos = model->PositionSymbol(tokens);
+  std::vector<int32_t> ids(tokens);
+  for (int64_t t = 0; t < tokens; ++t) ids[t] = static_cast<int32_t>(7 + 3 * t);
+  std::vector<Tensor> outputs = {model->Forward(Tensor::FromHost<int32_t>(ids, {tokens}), Dim(pos), cache)};
   outputs.insert(outputs.end(), cache.k.begin(), cache.k.end());
   outputs.insert(outputs.end(), cache.v.begin(), cache.v.end());
   const Trace trace = ValueOrFail(Trace::Collect(outputs));
@@ -56,6 +62,9 @@ TEST(FuseTraceRegions, LlamaDecodeAttentionIsOneSearchedKernelOverTheCache) {
   for (const lowering::FusedRegion& f : fused) {
     ASSERT_EQ(f.graph.kernels.size(), 1u);
     EXPECT_EQ(f.graph.kernels[0].block.kind, ugraph::BlockKind::kTiled);
+    int masked = 0;
+    for (const ugraph::TileOp& op : f.graph.kernels[0].block.tile_ops) masked += op.mask.on();
+    EXPECT_EQ(masked, tokens > 1 ? 1 : 0) << ugraph::ToText(f.graph);
     // The keys and values are read where the cache holds them: views (a
     // slice of KV length pos + 1) of the cache's updated buffer.
     int cache_views = 0;
@@ -92,6 +101,12 @@ TEST(FuseTraceRegions, LlamaDecodeAttentionIsOneSearchedKernelOverTheCache) {
     absl::StatusOr<std::string> cubin = jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source.source), compile);
     EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
   }
+}
+
+TEST(FuseTraceRegions, LlamaDecodeAttentionIsOneSearchedKernelOverTheCache) { ExpectAttentionSearchedOverTheCache(1); }
+
+TEST(FuseTraceRegions, LlamaPrefillAttentionIsOneCausalSearchedKernelOverTheCache) {
+  ExpectAttentionSearchedOverTheCache(5);
 }
 
 // A value the partition recomputes where it is read (here keys made from an

@@ -353,6 +353,53 @@ TEST(AttentionSearch, GroupedKvHeadsAreReadThroughABroadcast) {
   }
 }
 
+// Causal attention (prefill, grouped KV heads, masked as kiln's attention
+// masks it; square, and with keys cached before the queries): the mask
+// joins the region as its stable exp's, the search finds one kernel whose
+// stable exp carries it, the verifier rejects that kernel without the mask
+// or with its diagonal moved by one, and the kernels compile.
+TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const FusedCase& c : {CausalAttentionCase(2, 2, 128, 64, 128), CausalAttentionCase(1, 3, 17, 16, 40)}) {
+    SCOPED_TRACE(c.name);
+    int masked = 0;
+    for (const RegionOp& op : c.region.ops) masked += op.mask.on();
+    ASSERT_EQ(masked, 1) << c.region.ToString();
+    EXPECT_EQ(c.region.inputs.size(), 3u) << c.region.ToString();
+    const Candidate found = FoundAndVerified(c, 71);
+    if (found.ops.empty()) continue;
+    int stable = -1;
+    for (size_t i = 0; i < found.ops.size(); ++i) {
+      if (found.ops[i].op.kind == TileOp::Kind::kStableExp) stable = static_cast<int>(i);
+    }
+    ASSERT_GE(stable, 0);
+    EXPECT_TRUE(found.ops[stable].op.mask.on());
+    Candidate unmasked = found;
+    unmasked.ops[stable].op.mask = {};
+    EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, unmasked, 3, 72)));
+    for (int64_t moved : {-1, 1}) {
+      Candidate off = found;
+      off.ops[stable].op.mask.shift += moved;
+      EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, off, 3, 73))) << "diagonal moved by " << moved;
+    }
+    EXPECT_TRUE(ValueOrFail(CheckFloatingPoint(c.region, found, 74)).passed);
+    // The mask survives the cache's JSON; a malformed one gets a clear error.
+    const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, found, c.region.class_size));
+    const ugraph::KernelGraph back = ValueOrFail(ugraph::FromJson(ugraph::ToJson(graph)));
+    EXPECT_EQ(ugraph::ToJson(back), ugraph::ToJson(graph));
+    for (const TileOp& op : graph.kernels[0].block.tile_ops) {
+      if (op.kind != TileOp::Kind::kStableExp) continue;
+      ugraph::BlockGraph swapped = graph.kernels[0].block;
+      for (TileOp& t : swapped.tile_ops) {
+        if (t.kind == TileOp::Kind::kStableExp) std::swap(t.mask.row, t.mask.col);
+      }
+      EXPECT_THAT(ugraph::AnalyzeTiles(swapped).status().message(),
+                  ::testing::HasSubstr("a causal mask's keys are the axis of the stable exp's max"));
+    }
+    if (nvrtc.ok()) EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u);
+  }
+}
+
 // Decode (one query row) with 16 keys a step per warp: the warps share out
 // the step's keys (each its own running max, sums and P@V fragments, one
 // barrier a step, all 8 warps on tensor cores), and the kernels compile;

@@ -113,6 +113,40 @@ TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
   }
 }
 
+// The Llama block's prefill (several queries: causal attention) runs its
+// attention as a searched kernel with the mask inside, matching the CPU at
+// every position: a first chunk at position 0, then a second after it
+// (keys cached before the queries).
+TEST_F(GpuSearchTrace, LlamaPrefillAttentionIsSearchedAndCausal) {
+  const models::LlamaConfig config{.dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .hidden_dim = 512,
+                                   .vocab_size = 256, .max_seq_len = 1024, .dtype = DType::kF16};
+  const models::LlamaWeights weights = testing::ValueOrFail(models::RandomLlamaWeights(config, 7, Device::Cpu()));
+  absl::StatusOr<models::LlamaModel> cpu = models::LlamaModel::Create(config, weights);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<models::LlamaModel> gpu = cpu->To(Device::Cuda());
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  for (int chunk : {5, 130}) {
+    SCOPED_TRACE(chunk);
+    models::KvCache cpu_cache = testing::ValueOrFail(cpu->NewCache());
+    models::KvCache gpu_cache = testing::ValueOrFail(gpu->NewCache(Device::Cuda()));
+    const Symbol start = gpu->PositionSymbol(chunk);
+    for (int c = 0; c < 2; ++c) {
+      SCOPED_TRACE(c);
+      std::vector<int32_t> ids(chunk);
+      for (int i = 0; i < chunk; ++i) ids[i] = ((c * chunk + i) * 37 + 11) % config.vocab_size;
+      const Tensor tokens = Tensor::FromHost<int32_t>(ids, {chunk});
+      const std::vector<Tensor> want =
+          StepOutputs(cpu->Forward(tokens, Dim(start), cpu_cache, /*all_positions=*/true), cpu_cache);
+      const std::vector<Tensor> got =
+          StepOutputs(gpu->Forward(tokens, Dim(start), gpu_cache, /*all_positions=*/true), gpu_cache);
+      EXPECT_EQ(SearchedAttentions(testing::ValueOrFail(Trace::Collect(got))), config.n_layers);
+      KILN_ASSERT_OK(RealizeAll(want, {{start, c * chunk}}));
+      KILN_ASSERT_OK(RealizeAll(got, {{start, c * chunk}}));
+      testing::ExpectWithinScale(testing::ReadF32(got[0]), testing::ReadF32(want[0]), 2e-2);
+    }
+  }
+}
+
 // The MLA block's decode steps on the GPU, with the superoptimizer on:
 // its attention is the searched kernel over the latent cache (K and V never
 // formed), matching the CPU step after step.
