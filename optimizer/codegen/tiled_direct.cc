@@ -138,7 +138,11 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   if (matmuls_[i].b_rows && (row_vectors * in.width != depth || in.task_sizes.back() != cols)) return false;
   const int64_t n8s = cols / 8, m16s = (rows + 15) / 16, tiles = n8s * m16s;
   if (tiles >= warps ? tiles % warps != 0 : warps % tiles != 0) return false;
-  if (tiles / warps > 8) return false;  // 32 accumulator registers
+  // 32 accumulator registers; 64 for attention's P@V where each warp owns
+  // whole rows of the output (FlashAttention's O in registers: head dim
+  // 128 over query tiles of 16 rows a warp).
+  const bool attention_rows = b_.tile_ops[a].kind == TileOp::Kind::kStableExp && tiles / warps == n8s;
+  if (tiles / warps > (attention_rows ? 16 : 8)) return false;
   MatmulPlan& plan = matmuls_[i];
   plan.n8s = n8s;
   plan.m16s = m16s;

@@ -50,8 +50,13 @@ std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
   std::vector<bool> only(n, false);
   for (size_t i = 0; i < n; ++i) only[i] = phase_[i] == Phase::kBefore;
   for (size_t i = 0; i < n; ++i) {
-    for (int a : b_.tile_ops[i].args) only[a] = only[a] && phase_[i] == Phase::kBefore;
-    if (b_.tile_ops[i].rescale >= 0) only[b_.tile_ops[i].rescale] = false;
+    const TileOp& op = b_.tile_ops[i];
+    for (size_t k = 0; k < op.args.size(); ++k) {
+      // The flash scores' A taken into registers before the loop (DeclareFlash).
+      const bool in_registers = static_cast<int>(i) == flash_.scores && k == 0 && flash_.a_registers;
+      only[op.args[k]] = only[op.args[k]] && (phase_[i] == Phase::kBefore || in_registers);
+    }
+    if (op.rescale >= 0) only[op.rescale] = false;
   }
   for (const ugraph::OutputSaver& o : b_.outputs) only[o.value] = false;
   return only;
@@ -60,7 +65,7 @@ std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
 absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   const size_t n = b_.tile_ops.size();
   buffers_ = scratch_ = stages_ = ring_floats_ = 0;
-  ring_space_shared_ = false;
+  ring_space_shared_ = after_in_ring_space_ = false;
   direct_scratch_ = -1;
   for (size_t i = 0; i < b_.inputs.size(); ++i) {
     if (b_.inputs[i].view.tensor < 0) {
@@ -139,14 +144,20 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
   // Tiles that only ops before the loop read (MLA's W_uk^T, once its
   // product with q is taken) lie in the ring's space: the ring fills after
   // them (EmitBlockBody's barrier before its prologue).
+  // So do tiles computed after the loop (attention's output, O / l): the
+  // ring is done with then (EmitBlockBody's barrier after the loop).
   const std::vector<bool> before_only = BeforeLoopOnly();
-  std::vector<int> in_ring_space;
+  std::vector<int> in_ring_space, after_in_ring_space;
   for (size_t i = 0; i < n; ++i) {
     const bool input = b_.tile_ops[i].kind == TileOp::Kind::kInput;
     const bool untiled = input ? inputs_[i].direct || !inputs_[i].tile : !needed_[i];
     if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || untiled) continue;
     if (stages_ > 0 && before_only[i]) {
       in_ring_space.push_back(static_cast<int>(i));
+      continue;
+    }
+    if (stages_ > 0 && phase_[i] == Phase::kAfter) {
+      after_in_ring_space.push_back(static_cast<int>(i));
       continue;
     }
     offsets_[i] = buffers_;
@@ -176,13 +187,18 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
       inputs_[i].ring_offset = at;
       at = aligned(at + stages_ * inputs_[i].tasks * 4);
     }
-    int64_t before = start;
+    int64_t before = start, after = start;
     for (int i : in_ring_space) {
       offsets_[i] = before;
       before += tiles_[i].padded_floats();
     }
-    ring_floats_ = std::max(at, before) - (buffers_ + scratch_);
-    ring_space_shared_ = !in_ring_space.empty();
+    for (int i : after_in_ring_space) {
+      offsets_[i] = after;
+      after += tiles_[i].padded_floats();
+    }
+    ring_floats_ = std::max({at, before, after}) - (buffers_ + scratch_);
+    ring_space_shared_ = !in_ring_space.empty() || !after_in_ring_space.empty();
+    after_in_ring_space_ = !after_in_ring_space.empty();
   }
   if (shared_bytes() > limit) {
     return absl::UnimplementedError(absl::StrCat("codegen: the tiles, scratch and loads in flight need ",
@@ -658,6 +674,9 @@ absl::Status TiledGenerator::Generate() {
     step_barriers_ = syncs_ - syncs_before;
     e_.Close();
     if (stages_ > 0) e_.Line("copy_async_wait<0>();  // the copies of steps past the end");
+    // Tiles after the loop take the ring's space: every thread is done
+    // with the ring (its reads, and its copies landed) first.
+    if (after_in_ring_space_) Sync();
     dirty_ = before;
     EmitRegisterSumFlush();
     EmitDirectFlush();

@@ -98,7 +98,8 @@ class TiledGenerator {
   // Plans with a ring of loop tiles where one fits, else without.
   absl::Status Plan();
   absl::Status PlanLayout(int64_t max_stages);
-  // By tile: read by nothing but ops before the loop.
+  // By tile: read by nothing but ops before the loop (the flash scores' A
+  // included where its fragments are taken into registers before it).
   std::vector<bool> BeforeLoopOnly() const;
   void EmitOp(int i);
   // The ops of one phase, its input tiles first: their loads go out
@@ -490,8 +491,11 @@ class TiledGenerator {
   int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers
   int64_t stages_ = 0;               // of the ring; 0: no ring
   int64_t ring_floats_ = 0;          // of the ring, after the scratch (each input's padded to 128 bytes)
-  // Tiles read only before the loop lie in the ring's space (PlanLayout).
+  // Tiles read only before the loop, or computed after it, lie in the
+  // ring's space (PlanLayout).
   bool ring_space_shared_ = false;
+  // Of them, tiles computed after the loop.
+  bool after_in_ring_space_ = false;
   // The loop step whose tiles are being loaded (the next one, when
   // prefetching): its first coordinate and in-range length.
   std::string loop_start_ = "k0", loop_length_ = "kn";
