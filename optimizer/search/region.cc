@@ -159,8 +159,12 @@ Tensor CausalKeeps(const ugraph::CausalMask& mask, const Shape& shape, Device de
   Shape row_shape(ones), col_shape(ones);
   row_shape[mask.row] = rows;
   col_shape[mask.col] = cols;
-  const Tensor query_pos = reshape(iota(rows, cols - rows + mask.shift, 1, DType::kI32, device), row_shape);
-  const Tensor key_pos = reshape(iota(cols, 0, 1, DType::kI32, device), col_shape);
+  // Query r sees key c where r + offset >= c; positions count from 0 on
+  // the side that keeps them non-negative.
+  const Dim offset = cols - rows + mask.shift;
+  const bool ahead = offset.min_value() >= 0;
+  const Tensor query_pos = reshape(iota(rows, ahead ? offset : Dim(0), 1, DType::kI32, device), row_shape);
+  const Tensor key_pos = reshape(iota(cols, ahead ? Dim(0) : Dim(0) - offset, 1, DType::kI32, device), col_shape);
   return ge(query_pos, key_pos);
 }
 

@@ -53,6 +53,16 @@ std::vector<Dim> VerificationSizes(const Region& region, const Schedule& schedul
       sizes.push_back(schedule.tile[c] + 1);
     }
   }
+  // A causal mask's keys at least as many as its queries, as in the region
+  // (else the first queries would see no key): whole loop tiles and a
+  // ragged one.
+  for (const RegionOp& op : region.ops) {
+    if (!op.mask.on()) continue;
+    const int rows = op.classes[op.mask.row], keys = op.classes[op.mask.col];
+    if (schedule.map[keys] == Schedule::Map::kFull || !sizes[rows].is_concrete()) continue;
+    const int64_t tile = schedule.tile[keys];
+    while (sizes[keys].value() < sizes[rows].value()) sizes[keys] = sizes[keys].value() + tile;
+  }
   return sizes;
 }
 

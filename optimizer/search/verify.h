@@ -11,7 +11,8 @@
 //    search handles, q >= 2^39): with 3 tests, below (2^-19)^3 = 2^-57.
 //    The sizes are small but keep the candidate's structure: every split
 //    dim gets at least two blocks with a ragged tail, the for-loop at least
-//    two steps with a ragged last one (VerificationSizes).
+//    two steps with a ragged last one, a causal mask's keys at least as many
+//    as its queries (VerificationSizes).
 // 2. A floating-point check of the candidate (interpreted in f32, operands
 //    and outputs rounded as the GPU rounds them) against kiln's CPU
 //    reference executor running the region's ops, at the same small sizes.

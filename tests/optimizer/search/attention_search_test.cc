@@ -360,6 +360,7 @@ TEST(AttentionSearch, GroupedKvHeadsAreReadThroughABroadcast) {
 // or with its diagonal moved by one, and the kernels compile.
 TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  int larger = 0;  // schedules with query tiles larger than key tiles
   for (const FusedCase& c : {CausalAttentionCase(2, 2, 128, 64, 128), CausalAttentionCase(1, 3, 17, 16, 40)}) {
     SCOPED_TRACE(c.name);
     int masked = 0;
@@ -383,6 +384,22 @@ TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
       EXPECT_FALSE(ValueOrFail(VerifyOverFiniteFields(c.region, off, 3, 73))) << "diagonal moved by " << moved;
     }
     EXPECT_TRUE(ValueOrFail(CheckFloatingPoint(c.region, found, 74)).passed);
+    // The schedules with query tiles larger than key tiles pass the checks
+    // (the verification sizes keep at least as many keys as queries).
+    int rows = -1, keys = -1;
+    for (const RegionOp& op : c.region.ops) {
+      if (!op.mask.on()) continue;
+      rows = op.classes[op.mask.row];
+      keys = op.classes[op.mask.col];
+    }
+    for (const Schedule& s : ScheduleVariants(c.region, found.schedule)) {
+      if (s.map[keys] == Schedule::Map::kFull || s.tile[rows] <= s.tile[keys]) continue;
+      ++larger;
+      Candidate variant = found;
+      variant.schedule = s;
+      absl::StatusOr<FloatCheck> check = CheckFloatingPoint(c.region, variant, 75);
+      EXPECT_TRUE(check.ok() && check->passed) << s.ToString(c.region) << " " << check.status();
+    }
     // The mask survives the cache's JSON; a malformed one gets a clear error.
     const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, found, c.region.class_size));
     const ugraph::KernelGraph back = ValueOrFail(ugraph::FromJson(ugraph::ToJson(graph)));
@@ -398,6 +415,7 @@ TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
     }
     if (nvrtc.ok()) EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u);
   }
+  EXPECT_GT(larger, 0);
 }
 
 // Decode (one query row) with 16 keys a step per warp: the warps share out
