@@ -80,6 +80,7 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
     };
     TileInfo info;
     if (op.rescale >= 0 && op.kind != TileOp::Kind::kAccumulate) return Bad(i, "only accumulators are rescaled");
+    if (op.mask.on() && op.kind != TileOp::Kind::kStableExp) return Bad(i, "only stable exps are masked");
     switch (op.kind) {
       case TileOp::Kind::kInput: {
         if (absl::Status s = want_args(0); !s.ok()) return s;

@@ -69,7 +69,8 @@ class Enumerator {
       if (op.kind == RegionOp::Kind::kBinary) binary_.insert(op.op);
       has_matmul_ |= op.kind == RegionOp::Kind::kMatmul;
       if (op.kind == RegionOp::Kind::kStableExp) {
-        const StableExpKind kind = {op.mask, static_cast<int>(op.classes.size()),
+        // (Unmasked ones are all one kind.)
+        const StableExpKind kind = {op.mask, op.mask.on() ? static_cast<int>(op.classes.size()) : 0,
                                     op.mask.on() ? op.classes[op.mask.row] : -1,
                                     op.mask.on() ? op.classes[op.mask.col] : -1};
         if (std::find(stable_exps_.begin(), stable_exps_.end(), kind) == stable_exps_.end()) {

@@ -51,15 +51,19 @@ const Node* StabilizedArgument(const Node* n, std::vector<int>* axes, std::vecto
   return x;
 }
 
-// The iota under `n` (int casts, and reshapes that add size-1 axes, on the
-// way) and the one axis of `n` it runs along; else nullptr.
+// The iota under `n` (casts to i32 or i64, and reshapes that add size-1
+// axes, on the way) and the one axis of `n` it runs along; else nullptr.
 const Node* PositionIota(const Node* n, int* axis, std::vector<const Node*>* between) {
   const Shape& shape = n->shape;
-  while ((n->op == OpKind::kReshape || n->op == OpKind::kCast) && !n->is_realized()) {
+  const auto exact_int = [](DType d) { return d == DType::kI32 || d == DType::kI64; };
+  while ((n->op == OpKind::kReshape || (n->op == OpKind::kCast && exact_int(n->dtype))) && !n->is_realized()) {
     between->push_back(n);
     n = n->inputs[0].get();
   }
-  if (n->op != OpKind::kIota || n->is_realized() || n->shape.rank() != 1 || n->shape[0] == Dim(1)) return nullptr;
+  if (n->op != OpKind::kIota || n->is_realized() || n->shape.rank() != 1 || n->shape[0] == Dim(1) ||
+      !exact_int(n->dtype)) {
+    return nullptr;
+  }
   between->push_back(n);
   *axis = -1;
   for (int d = 0; d < shape.rank(); ++d) {
@@ -75,7 +79,8 @@ const Node* PositionIota(const Node* n, int* axis, std::vector<const Node*>* bet
 // attention: ops/nn.cc), with the mask on the scores' axes and the nodes
 // between; else nullptr.
 const Node* CausalMasked(const Node* n, ugraph::CausalMask* mask, std::vector<const Node*>* between) {
-  if (n->op != OpKind::kWhere || n->is_realized()) return nullptr;
+  // (Scores the mask broadcasts would leave the mask's axes out of theirs.)
+  if (n->op != OpKind::kWhere || n->is_realized() || !(n->inputs[1]->shape == n->shape)) return nullptr;
   const Node* cond = n->inputs[0].get();
   const Node* fill = ScalarConstant(n->inputs[2].get());
   if (fill == nullptr || n->inputs[2]->is_realized() || cond->is_realized()) return nullptr;

@@ -412,6 +412,12 @@ TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
       }
       EXPECT_THAT(ugraph::AnalyzeTiles(swapped).status().message(),
                   ::testing::HasSubstr("a causal mask's keys are the axis of the stable exp's max"));
+      ugraph::BlockGraph on_a_product = graph.kernels[0].block;
+      for (TileOp& t : on_a_product.tile_ops) {
+        if (t.kind == TileOp::Kind::kMatmul) t.mask = op.mask;
+      }
+      EXPECT_THAT(ugraph::AnalyzeTiles(on_a_product).status().message(),
+                  ::testing::HasSubstr("only stable exps are masked"));
     }
     if (nvrtc.ok()) EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u);
   }

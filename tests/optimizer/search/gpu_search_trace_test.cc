@@ -2,6 +2,7 @@
 // on the GPU runs the searched kernel (one launch) and matches the CPU; the
 // model's text is unchanged with the search on.
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -32,7 +33,21 @@ class GpuSearchTrace : public ::testing::Test {
   void TearDown() override {
     if (GetCudaExecutor()) GetCudaExecutor()->set_region_search(nullptr);
   }
+  // The Llama block the Llama tests run (f16, 4 query and 2 KV heads of 64,
+  // random weights), on the CPU (cpu_) and on the GPU (gpu_).
+  void CreateLlama() {
+    const models::LlamaWeights weights = testing::ValueOrFail(models::RandomLlamaWeights(config_, 7, Device::Cpu()));
+    absl::StatusOr<models::LlamaModel> cpu = models::LlamaModel::Create(config_, weights);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    absl::StatusOr<models::LlamaModel> gpu = cpu->To(Device::Cuda());
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    cpu_.emplace(*std::move(cpu));
+    gpu_.emplace(*std::move(gpu));
+  }
   std::unique_ptr<testing::ScopedTempDir> cache_;
+  const models::LlamaConfig config_{.dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .hidden_dim = 512,
+                                    .vocab_size = 256, .max_seq_len = 1024, .dtype = DType::kF16};
+  std::optional<models::LlamaModel> cpu_, gpu_;
 };
 
 TEST_F(GpuSearchTrace, FusedCasesRunAsOneSearchedKernel) {
@@ -74,13 +89,10 @@ std::vector<Tensor> StepOutputs(const Tensor& logits, const models::KvCache& cac
 // layer whatever the KV length (a symbol), matching the CPU at short and
 // long contexts.
 TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
-  const models::LlamaConfig config{.dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .hidden_dim = 512,
-                                   .vocab_size = 256, .max_seq_len = 1024, .dtype = DType::kF16};
-  const models::LlamaWeights weights = testing::ValueOrFail(models::RandomLlamaWeights(config, 7, Device::Cpu()));
-  absl::StatusOr<models::LlamaModel> cpu = models::LlamaModel::Create(config, weights);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  absl::StatusOr<models::LlamaModel> gpu = cpu->To(Device::Cuda());
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_NO_FATAL_FAILURE(CreateLlama());
+  const models::LlamaConfig& config = config_;
+  std::optional<models::LlamaModel>& cpu = cpu_;
+  std::optional<models::LlamaModel>& gpu = gpu_;
   const Symbol pos = gpu->PositionSymbol(1);
   for (int prompt_length : {5, 300}) {
     SCOPED_TRACE(prompt_length);
@@ -118,13 +130,10 @@ TEST_F(GpuSearchTrace, LlamaDecodeAttentionIsSearchedOverTheCache) {
 // every position: a first chunk at position 0, then a second after it
 // (keys cached before the queries).
 TEST_F(GpuSearchTrace, LlamaPrefillAttentionIsSearchedAndCausal) {
-  const models::LlamaConfig config{.dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .hidden_dim = 512,
-                                   .vocab_size = 256, .max_seq_len = 1024, .dtype = DType::kF16};
-  const models::LlamaWeights weights = testing::ValueOrFail(models::RandomLlamaWeights(config, 7, Device::Cpu()));
-  absl::StatusOr<models::LlamaModel> cpu = models::LlamaModel::Create(config, weights);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  absl::StatusOr<models::LlamaModel> gpu = cpu->To(Device::Cuda());
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_NO_FATAL_FAILURE(CreateLlama());
+  const models::LlamaConfig& config = config_;
+  std::optional<models::LlamaModel>& cpu = cpu_;
+  std::optional<models::LlamaModel>& gpu = gpu_;
   for (int chunk : {5, 130}) {
     SCOPED_TRACE(chunk);
     models::KvCache cpu_cache = testing::ValueOrFail(cpu->NewCache());
