@@ -335,13 +335,20 @@ class Extractor {
     std::vector<const Node*> between;
     ugraph::CausalMask m;
     const Node* scores = CausalMasked(x, &m, &between);
-    if (scores == nullptr || axes != std::vector<int>{m.col}) return nullptr;
-    for (const Node* b : between) {
-      if (is_boundary_(b) || done_.contains(b)) return nullptr;
-    }
-    region_.nodes.insert(region_.nodes.end(), between.begin(), between.end());
+    if (scores == nullptr || axes != std::vector<int>{m.col} || !Claim(between)) return nullptr;
     *mask = m;
     return scores;
+  }
+
+  // Takes `between` (the nodes a recognized pattern folds into one region
+  // op) into the region, unless one is a boundary or already has an op of
+  // its own: its value is needed by itself.
+  bool Claim(const std::vector<const Node*>& between) {
+    for (const Node* b : between) {
+      if (is_boundary_(b) || done_.contains(b)) return false;
+    }
+    region_.nodes.insert(region_.nodes.end(), between.begin(), between.end());
+    return true;
   }
 
   // A product scaled by a constant, (a b) c, as (a c) b: the scale becomes
@@ -358,14 +365,9 @@ class Extractor {
     const Node* constant = nullptr;
     std::vector<const Node*> between;
     const Node* product = ScaledProduct(n, &constant, &between);
-    if (product == nullptr) return -1;
-    for (const Node* b : between) {
-      if (is_boundary_(b) || done_.contains(b)) return -1;
-    }
-    region_.nodes.insert(region_.nodes.end(), between.begin(), between.end());
+    if (product == nullptr || !Claim(between)) return -1;
     int a = Visit(product->inputs[0].get());
     const int b = Visit(product->inputs[1].get());
-    int& scaled = a;
     RegionOp c;
     c.kind = RegionOp::Kind::kConstant;
     c.value = std::get<ConstantAttrs>(constant->attrs).value;
@@ -374,9 +376,9 @@ class Extractor {
     RegionOp mul;
     mul.kind = RegionOp::Kind::kBinary;
     mul.op = OpKind::kMul;
-    mul.args = {scaled, c_id};
-    mul.classes = region_.ops[scaled].classes;
-    scaled = Add(std::move(mul));
+    mul.args = {a, c_id};
+    mul.classes = region_.ops[a].classes;
+    a = Add(std::move(mul));
     RegionOp op;
     op.kind = RegionOp::Kind::kMatmul;
     op.op = OpKind::kMatmul;
