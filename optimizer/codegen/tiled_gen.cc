@@ -28,21 +28,39 @@
 namespace kiln::codegen {
 namespace tiled_internal {
 
+namespace {
+
+constexpr const char* kBlockIdx[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+constexpr const char* kGridDim[3] = {"gridDim.x", "gridDim.y", "gridDim.z"};
+
+// Blocks along a launch dim (an i64 expression).
+std::string BlockCount(Emitter& e, const ugraph::LaunchDim& d) {
+  return absl::StrCat("(", e.NumelExpr(d.extent), " + ", d.tile - 1, ") / ", d.tile);
+}
+
+}  // namespace
+
 absl::Status TiledGenerator::Plan() {
   // The ring's stages: the most loop steps in flight per SM (stages - 1
   // per block, times the blocks an SM holds), fewer stages on a tie (more
   // blocks hide each other's barriers). A ring that leaves the tiles too
-  // little shared memory is dropped.
-  int64_t best = 0, best_score = 0;
-  for (int64_t max_stages = 4; max_stages >= 2; --max_stages) {
-    if (!PlanLayout(max_stages).ok() || stages_ < max_stages) continue;
-    const int64_t score = (stages_ - 1) * BlocksPerSm(b_.threads, shared_bytes(), registers_);
-    if (score >= best_score) {
-      best = max_stages;
-      best_score = score;
+  // little shared memory is dropped. The ring may take more than its usual
+  // 96 KiB where a step's tiles are large, for 2 or 3 steps in flight (a
+  // single query's K and V tiles, 48 KiB a step, got only 2 stages there:
+  // one step in flight, no more than prefetching through registers).
+  int64_t best = 0, best_bytes = 0, best_score = 0;
+  for (const int64_t ring_bytes : {kLargeRingBytes, kRingBytes}) {
+    for (int64_t max_stages = 4; max_stages >= (ring_bytes == kRingBytes ? 2 : 3); --max_stages) {
+      if (!PlanLayout(max_stages, ring_bytes).ok() || stages_ < max_stages) continue;
+      const int64_t score = (stages_ - 1) * BlocksPerSm(b_.threads, shared_bytes(), registers_);
+      if (score >= best_score) {
+        best = max_stages;
+        best_bytes = ring_bytes;
+        best_score = score;
+      }
     }
   }
-  return PlanLayout(best);
+  return PlanLayout(best, best_bytes);
 }
 
 std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
@@ -62,7 +80,7 @@ std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
   return only;
 }
 
-absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
+absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) {
   const size_t n = b_.tile_ops.size();
   buffers_ = scratch_ = stages_ = ring_floats_ = 0;
   ring_space_shared_ = after_in_ring_space_ = false;
@@ -101,7 +119,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages) {
     if (b_.tile_ops[i].kind != TileOp::Kind::kInput) continue;
     PlanInput(static_cast<int>(i), tiles_[i].in_loop ? &loop_registers : &other_registers);
   }
-  if (max_stages >= 2) PlanRing(max_stages, &loop_registers);
+  if (max_stages >= 2) PlanRing(max_stages, ring_bytes, &loop_registers);
   registers_ = 40 + (48 - loop_registers);
   // A matmul or sum whose only use is an accumulator adds its result to
   // the accumulator directly: no tile of its own, no extra pass (and for a
@@ -584,12 +602,8 @@ absl::Status TiledGenerator::Generate() {
       if (a.source == Source::kGrid) grid_axes[a.grid_axis] = true;
     }
   }
-  const auto count = [&](const ugraph::LaunchDim& d) {
-    return absl::StrCat("(", e_.NumelExpr(d.extent), " + ", d.tile - 1, ") / ", d.tile);
-  };
+  const auto count = [&](const ugraph::LaunchDim& d) { return BlockCount(e_, d); };
   // Grid-stride loops, outermost z: a block may own several grid points.
-  static constexpr const char* kBlockIdx[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-  static constexpr const char* kGridDim[3] = {"gridDim.x", "gridDim.y", "gridDim.z"};
   int opened = 0;
   for (int g = 2; g >= 0; --g) {
     const ugraph::LaunchDim& d = b_.grid[g];
@@ -623,20 +637,7 @@ absl::Status TiledGenerator::Generate() {
   }
   EmitShiftReset();
   if (loop) {
-    // This block's steps: all of them, or its share of a split loop.
-    e_.Linef("const i64 steps = ", count(b_.forloop), ";");
-    // Under a causal mask, the steps past the last key this block's last
-    // row sees hold only masked keys: they are skipped.
-    const std::string causal_end = CausalStepEnd();
-    if (!causal_end.empty()) e_.Linef("const i64 causal_end = ", causal_end, ";");
-    const std::string last = causal_end.empty() ? "steps" : "min(steps, causal_end)";
-    if (split_axis >= 0) {
-      e_.Linef("const i64 share = (steps + ", b_.loop_split - 1, ") / ", b_.loop_split, ";");
-      e_.Linef("const i64 step_begin = min(steps, (i64)", kBlockIdx[split_axis], " * share);");
-      e_.Linef("const i64 step_end = min(", last, ", step_begin + share);");
-    } else {
-      e_.Linef("const i64 step_begin = 0, step_end = ", last, ";");
-    }
+    EmitStepBounds();
     for (size_t i = 0; i < n; ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !matmuls_[i].direct) continue;
       if (static_cast<int>(i) == flash_.pv) {
@@ -698,6 +699,24 @@ absl::Status TiledGenerator::Generate() {
   return absl::OkStatus();
 }
 
+void TiledGenerator::EmitStepBounds() {
+  // This block's steps: all of them, or its share of a split loop.
+  e_.Linef("const i64 steps = ", BlockCount(e_, b_.forloop), ";");
+  // Under a causal mask, the steps past the last key this block's last
+  // row sees hold only masked keys: they are skipped.
+  const std::string causal_end = CausalStepEnd();
+  if (!causal_end.empty()) e_.Linef("const i64 causal_end = ", causal_end, ";");
+  const std::string last = causal_end.empty() ? "steps" : "min(steps, causal_end)";
+  const int split_axis = ugraph::SplitGridAxis(b_);
+  if (split_axis >= 0) {
+    e_.Linef("const i64 share = (steps + ", b_.loop_split - 1, ") / ", b_.loop_split, ";");
+    e_.Linef("const i64 step_begin = min(steps, (i64)", kBlockIdx[split_axis], " * share);");
+    e_.Linef("const i64 step_end = min(", last, ", step_begin + share);");
+  } else {
+    e_.Linef("const i64 step_begin = 0, step_end = ", last, ";");
+  }
+}
+
 void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
   const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
   e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
@@ -734,16 +753,35 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   // blocks' (FlashDecoding's combine).
   EmitSplitShifts(split, floats, /*combine=*/true);
   accumulators([&](int i, int64_t offset) {
-    OpenLinear(tiles_[i].elements());
-    e_.Line("float sum = 0.0f;");
-    std::string factor;
-    if (b_.tile_ops[i].rescale >= 0) {
-      const std::vector<int64_t> sizes = Sizes(tiles_[i]);
-      factor = absl::StrCat(" * ", SplitFactor(i, floats, Unravel(sizes, RowMajorOrder(sizes.size()), "l")));
+    // Each thread's loads of all blocks' partials are independent (the q
+    // loop unrolled) and, where four consecutive elements share one row's
+    // factor, 16 bytes wide: the last block's combine is a few L2 round
+    // trips, not one per element and block. The sum's order is the same.
+    const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+    const bool rescaled = b_.tile_ops[i].rescale >= 0;
+    const int width = offset % 4 == 0 && floats % 4 == 0 && FourShareARow(i) ? 4 : 1;
+    const char* lanes[] = {".x", ".y", ".z", ".w"};
+    e_.Open(absl::StrCat("for (int l = threadIdx.x * ", width, "; l < ", tiles_[i].elements(), "; l += ",
+                         b_.threads * width, ")"));
+    const std::string factor = rescaled ? absl::StrCat(" * f", i) : "";
+    const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
+    e_.Line(width == 4 ? "float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);" : "float sum = 0.0f;");
+    e_.Linef("#pragma unroll", b_.loop_split > 16 ? " 16" : "");
+    e_.Open(absl::StrCat("for (int q = 0; q < ", b_.loop_split, "; ++q)"));
+    const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
+    if (rescaled) e_.Linef("const float f", i, " = ", SplitFactor(i, floats, coords), ";");
+    if (width == 4) {
+      e_.Linef("const float4 v = __ldcg(reinterpret_cast<const float4*>(", at, "));");
+      for (const char* lane : lanes) e_.Linef("sum", lane, " += v", lane, factor, ";");
+    } else {
+      e_.Linef("sum += __ldcg(", at, ")", factor, ";");
     }
-    e_.Linef("for (int q = 0; q < ", b_.loop_split, "; ++q) sum += __ldcg(partials + q * ", floats, " + ", offset,
-             " + l)", factor, ";");
-    e_.Linef(Buffer(i), "[l] = sum;");
+    e_.Close();
+    if (width == 4) {
+      for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = sum", lanes[k], ";");
+    } else {
+      e_.Linef(Buffer(i), "[l] = sum;");
+    }
     e_.Close();
     Wrote(i, true);
   });

@@ -97,7 +97,10 @@ class TiledGenerator {
 
   // Plans with a ring of loop tiles where one fits, else without.
   absl::Status Plan();
-  absl::Status PlanLayout(int64_t max_stages);
+  absl::Status PlanLayout(int64_t max_stages, int64_t ring_bytes);
+  // Declares the loop's steps: all, or this block's share of a split loop,
+  // ending early under a causal mask.
+  void EmitStepBounds();
   // By tile: read by nothing but ops before the loop (the flash scores' A
   // included where its fragments are taken into registers before it).
   std::vector<bool> BeforeLoopOnly() const;
@@ -120,8 +123,12 @@ class TiledGenerator {
   // so a stage is reused without a barrier. PlanRing marks the inputs;
   // EmitRingPrologue issues the first stages_ - 1 steps before the loop,
   // EmitRingStep the step stages_ - 1 ahead and waits for this one.
-  // Up to `max_stages` stages (Plan picks the count).
-  void PlanRing(int64_t max_stages, int64_t* loop_registers);
+  // Up to `max_stages` stages in `ring_bytes` (Plan picks both): 3 steps
+  // in flight in kRingBytes where the tiles are small (most of what a
+  // streaming kernel needs, leaving room for a second block on the SM),
+  // more room where a step's tiles are large.
+  static constexpr int64_t kRingBytes = 96 * 1024, kLargeRingBytes = 192 * 1024;
+  void PlanRing(int64_t max_stages, int64_t ring_bytes, int64_t* loop_registers);
   // What decides the contents of input i's ring slots (tensor, dtype,
   // vectors, and per task dim its size, tensor axis and tile axis); empty
   // where its view is not just permutes and leading expands.
@@ -470,6 +477,9 @@ class TiledGenerator {
   // What block q's partial sum of accumulator `acc` (a rescaled one) at
   // `coords` is multiplied by in the combine.
   std::string SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const;
+  // Whether accumulator `acc`'s elements go in runs of four along its
+  // innermost axis that share one row of its rescale (or it has none).
+  bool FourShareARow(int acc) const;
   std::vector<int64_t> shift_offsets_, rescale_offsets_;  // by op, in floats, or -1
   // Which ops must run: outputs, accumulators, and what they read, less
   // what is read from the ring instead of a tile (sets InputPlan::tile).

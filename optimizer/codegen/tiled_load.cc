@@ -229,11 +229,8 @@ void TiledGenerator::EmitPrefetch(bool first) {
   loop_length_ = "kn";
 }
 
-void TiledGenerator::PlanRing(int64_t max_stages, int64_t* loop_registers) {
-  // Up to max_stages stages in 96 KiB: 3 steps in flight where the tiles
-  // are small (most of what a streaming kernel needs), at least 2 stages or
-  // no ring.
-  constexpr int64_t kRingBytes = 96 * 1024;
+void TiledGenerator::PlanRing(int64_t max_stages, int64_t ring_bytes, int64_t* loop_registers) {
+  // Up to max_stages stages in ring_bytes, at least 2 stages or no ring.
   const auto eligible = [&](size_t i) {
     return b_.tile_ops[i].kind == TileOp::Kind::kInput && phase_[i] == Phase::kLoop && inputs_[i].width > 1;
   };
@@ -252,11 +249,11 @@ void TiledGenerator::PlanRing(int64_t max_stages, int64_t* loop_registers) {
     }
     if (inputs_[i].ring_of < 0) step_bytes += 16 * inputs_[i].tasks;
   }
-  if (step_bytes == 0 || kRingBytes / step_bytes < 2) {
+  if (step_bytes == 0 || ring_bytes / step_bytes < 2) {
     for (InputPlan& plan : inputs_) plan.ring_of = -1;  // no ring to share
     return;
   }
-  stages_ = std::min(max_stages, kRingBytes / step_bytes);
+  stages_ = std::min(max_stages, ring_bytes / step_bytes);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (!eligible(i)) continue;
     InputPlan& plan = inputs_[i];

@@ -151,6 +151,21 @@ void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, b
   if (combine && any) Sync();  // the accumulators' sums read every row
 }
 
+bool TiledGenerator::FourShareARow(int acc) const {
+  const std::vector<int64_t> sizes = Sizes(tiles_[acc]);
+  if (tiles_[acc].elements() % 4 != 0) return false;
+  // The innermost axis that varies: four consecutive elements lie along it.
+  int inner = static_cast<int>(sizes.size()) - 1;
+  while (inner >= 0 && sizes[inner] == 1) --inner;
+  if (inner < 0 || sizes[inner] % 4 != 0) return false;
+  const int s = b_.tile_ops[acc].rescale;
+  if (s < 0) return true;
+  // RowOf aligns the rows' axes with the tile's last ones.
+  const std::vector<int64_t> rows = Sizes(ShiftRowTile(s));
+  const int lead = static_cast<int>(sizes.size() - rows.size());
+  return inner < lead || rows[inner - lead] == 1;
+}
+
 std::string TiledGenerator::SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const {
   const int s = b_.tile_ops[acc].rescale;
   const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, s);

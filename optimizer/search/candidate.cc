@@ -17,6 +17,7 @@ std::string Schedule::ToString(const Region& region) const {
     }
   }
   if (loop_split > 1) absl::StrAppend(&out, " split/", loop_split);
+  if (threads != 256) absl::StrAppend(&out, " threads/", threads);
   return out;
 }
 

@@ -723,6 +723,7 @@ std::vector<Schedule> Mappings(const Region& region) {
 std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& mapping) {
   std::vector<Schedule> out = {mapping};
   out[0].loop_split = 1;
+  out[0].threads = 256;
   auto fit = [&](int c, int64_t t) {
     const Dim& d = region.class_size[c];
     return d.is_concrete() ? std::min<int64_t>(t, d.value()) : t;
@@ -785,6 +786,15 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
       v.loop_split = ways;
       split.push_back(v);
     }
+  }
+  // Each also with 4 warps: where a block's tensor-core work has rows for
+  // only 4 warps (attention's 64-query tiles), two such blocks share an SM
+  // instead of one leaving half its warps idle.
+  const size_t n = split.size();
+  for (size_t i = 0; i < n; ++i) {
+    Schedule v = split[i];
+    v.threads = 128;
+    split.push_back(v);
   }
   return split;
 }

@@ -174,10 +174,11 @@ void ExpectCompiles(const KernelGraph& graph) {
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
   ASSERT_TRUE(source.ok()) << source.status() << "\n" << ugraph::ToText(graph);
   // A buffer per tile, less those it needs none for, plus scratch for
-  // matmuls whose threads split the contraction, plus up to 96 KiB of loop
-  // tiles in flight (the ring), within what a block may have.
+  // matmuls whose threads split the contraction, plus up to 192 KiB of loop
+  // tiles in flight (the ring; more than 96 KiB only where a step's tiles
+  // are large), within what a block may have.
   EXPECT_GT(source->dynamic_shared_bytes, 0);
-  EXPECT_LE(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block) + 8192 + 96 * 1024);
+  EXPECT_LE(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block) + 8192 + 192 * 1024);
   EXPECT_LE(source->dynamic_shared_bytes, ugraph::DeviceLimits().max_shared_memory_per_block);
   jit::CompileOptions options;
   options.arch = "sm_90";
@@ -348,7 +349,8 @@ TEST(TiledCodegen, F32ProductsStayOffTensorCores) {
 }
 
 TEST(TiledCodegen, LoopTilesTooLargeForTheRingArePrefetchedThroughRegisters) {
-  // 256 x 128 f16 weight tiles: 64 KiB a step, no room for two stages.
+  // 256 x 128 f16 weight tiles: 64 KiB a step, no room for two stages in
+  // the usual ring, nor for three in the large one.
   absl::StatusOr<codegen::KernelSource> source =
       Generate(RmsNormLinear(DType::kF16, 2, 4096, 6144, {.m = 2, .k = 256, .n = 128}));
   ASSERT_TRUE(source.ok()) << source.status();

@@ -304,6 +304,69 @@ TEST(AttentionSearch, ScheduleVariantsCompile) {
   }
 }
 
+// The kernel of `found` under its first schedule variant that `pick` accepts.
+codegen::KernelSource KernelWithSchedule(const FusedCase& c, Candidate found,
+                                         const std::function<bool(const Schedule&)>& pick) {
+  for (const Schedule& s : ScheduleVariants(c.region, found.schedule)) {
+    if (!pick(s)) continue;
+    found.schedule = s;
+    return ValueOrFail(codegen::GenerateKernel(ValueOrFail(Instantiate(c.region, found, c.region.class_size)), 0));
+  }
+  ADD_FAILURE() << "no such schedule variant";
+  return {};
+}
+
+// A split loop's last block reads the blocks' partial sums with all their
+// loads in flight at once (the loop over blocks unrolled), 16 bytes at a
+// time where four neighbours share a row's rescale (O's rows at head dim
+// 64), one by one where they do not (O's rows at head dim 17, and the row
+// sums, whose neighbours are other rows); both compile.
+TEST(AttentionSearch, TheSplitCombineLoadsEveryBlocksPartialsAtOnce) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const int64_t d : {64, 17}) {
+    const FusedCase c = AttentionCase(2, 33, d, 4096);
+    SearchResult r = Search(c.region);
+    ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+    const codegen::KernelSource source = KernelWithSchedule(c, *r.candidate, [&](const Schedule& s) {
+      bool whole_rows = true;  // the head dim read whole
+      for (size_t k = 0; k < s.map.size(); ++k) {
+        whole_rows &= c.region.class_size[k] != Dim(d) || s.map[k] == Schedule::Map::kFull || s.tile[k] >= d;
+      }
+      return whole_rows && s.loop_split == 8 && s.threads == 256;
+    });
+    const size_t combine = source.source.find("if (split_last)");
+    ASSERT_NE(combine, std::string::npos) << source.source;
+    const std::string last = source.source.substr(combine);
+    EXPECT_EQ(last.find("__ldcg(reinterpret_cast<const float4*>(partials") != std::string::npos, d == 64) << last;
+    EXPECT_THAT(last, ::testing::HasSubstr("sum += __ldcg(partials + q * "));
+    const size_t loop = last.find("for (int q = 0; q < 8; ++q) {");
+    ASSERT_NE(loop, std::string::npos) << last;
+    EXPECT_NE(last.rfind("#pragma unroll", loop), std::string::npos);
+    EXPECT_LT(loop - last.rfind("#pragma unroll", loop), 40u) << last;
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+  }
+}
+
+// One query's K and V tiles are large (128 keys by head dim 128, and half
+// of V's columns: 48 KiB a step in f16); the ring takes more than its
+// usual 96 KiB for 4 stages, three steps in flight, not one.
+TEST(AttentionSearch, ASingleQueryStreamsThreeStepsAhead) {
+  const FusedCase c = AttentionCase(64, 1, 128, 4096);
+  SearchResult r = Search(c.region);
+  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  const codegen::KernelSource source = KernelWithSchedule(c, *r.candidate, [&](const Schedule& s) {
+    bool keys = false, half = false;
+    for (size_t k = 0; k < s.map.size(); ++k) {
+      keys |= s.map[k] == Schedule::Map::kLoop && s.tile[k] == 128;
+      half |= s.map[k] == Schedule::Map::kGrid && c.region.class_size[k] == Dim(128) && s.tile[k] == 64;
+    }
+    return keys && half && s.loop_split == 1 && s.threads == 256;
+  });
+  EXPECT_THAT(source.source, ::testing::HasSubstr("4 stages of 2048 vectors"));
+  EXPECT_THAT(source.source, ::testing::HasSubstr("copy_async_wait<2>()"));
+  EXPECT_GT(source.dynamic_shared_bytes, 192 * 1024);
+}
+
 // K stored by rows ([batch, keys, head_dim], K^T a transposed view): the
 // search finds the same online softmax; the kernels load K's tiles as
 // vectors along the head dim and, in f16, read them as the rows of the

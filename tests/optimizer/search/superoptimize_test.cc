@@ -126,8 +126,10 @@ TEST(Superoptimize, SplitLoopVariantsKeepTheirSplit) {
   SearchResult r = Search(c.region);
   ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
   std::set<int64_t> splits;
+  std::set<std::pair<int64_t, int>> split_threads;
   for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
     splits.insert(s.loop_split);
+    split_threads.insert({s.loop_split, s.threads});
     Candidate v = *r.candidate;
     v.schedule = s;
     ugraph::KernelGraph g = ValueOrFail(Instantiate(c.region, v, c.region.class_size));
@@ -138,6 +140,11 @@ TEST(Superoptimize, SplitLoopVariantsKeepTheirSplit) {
     EXPECT_EQ(ValueOrFail(ugraph::FromJson(ugraph::ToJson(g))).kernels[0].block.loop_split, s.loop_split);
   }
   EXPECT_EQ(splits, (std::set<int64_t>{1, 2, 4, 8, 16}));
+  // Every split with 8 warps and with 4.
+  EXPECT_EQ(split_threads.size(), 2 * splits.size());
+  for (int64_t ways : splits) {
+    EXPECT_TRUE(split_threads.count({ways, 256}) && split_threads.count({ways, 128})) << ways;
+  }
   Candidate split = *r.candidate;
   split.schedule.loop_split = 4;
   EXPECT_TRUE(ValueOrFail(VerifyOverFiniteFields(c.region, split, 3, 11)));
