@@ -783,7 +783,8 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
       e_.Linef(Buffer(i), "[l] = sum;");
     }
     e_.Close();
-    Wrote(i, true);
+    // Four elements a thread: not the linear loop's (OpenLinear) mapping.
+    Wrote(i, width == 1);
   });
   // Every block of the point has counted: the counter is free for the next launch.
   e_.Line("if (threadIdx.x == 0) counters[point] = 0u;");

@@ -235,6 +235,24 @@ TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
   EXPECT_EQ(ugraph::SplitGridAxis(graph.kernels[0].block), 2);
 }
 
+// The last block sums the partials four elements a thread, which is not
+// the mapping of the linear loops after it: a barrier comes between (here
+// nothing else would force one: the output stores the sum as it is).
+TEST(TiledCodegen, ASplitSumIsBehindABarrierBeforeItIsStored) {
+  TiledGraph g(4, 4096, 1, {.m = 4, .k = 64, .n = 1, .split = 4});
+  const int x = g.Tensor(DType::kF16, {4, 4096}, TensorRole::kInput);
+  const int out = g.Tensor(DType::kF32, {4, 1}, TensorRole::kOutput);
+  const int total = g.Accumulate(g.ReduceSum(g.Read(x, {-1, 0, -1}, 1), 1));
+  g.Save(out, total, {-1, 0, -1});
+  absl::StatusOr<codegen::KernelSource> source = Generate(g.graph());
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string& code = source->source;
+  const size_t wide = code.find("[l + 3] = sum.w;");
+  ASSERT_NE(wide, std::string::npos) << code;
+  EXPECT_LT(code.find("__syncthreads();", wide), code.find("store_f32", wide)) << code;
+  ExpectCompiles(g.graph());
+}
+
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
   KernelGraph graph = GatedMlp(DType::kF16, 4, 128, 64, {.split = 0});
   EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("loop_split=0"));

@@ -320,7 +320,8 @@ codegen::KernelSource KernelWithSchedule(const FusedCase& c, Candidate found,
 // loads in flight at once (the loop over blocks unrolled), 16 bytes at a
 // time where four neighbours share a row's rescale (O's rows at head dim
 // 64), one by one where they do not (O's rows at head dim 17, and the row
-// sums, whose neighbours are other rows); both compile.
+// sums, whose neighbours are other rows); a barrier parts the four-wide
+// writes from the linear reads after them. Both compile.
 TEST(AttentionSearch, TheSplitCombineLoadsEveryBlocksPartialsAtOnce) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   for (const int64_t d : {64, 17}) {
@@ -343,6 +344,12 @@ TEST(AttentionSearch, TheSplitCombineLoadsEveryBlocksPartialsAtOnce) {
     ASSERT_NE(loop, std::string::npos) << last;
     EXPECT_NE(last.rfind("#pragma unroll", loop), std::string::npos);
     EXPECT_LT(loop - last.rfind("#pragma unroll", loop), 40u) << last;
+    const size_t wide = last.find("[l + 3] = sum.w;");
+    if (wide != std::string::npos) {
+      const size_t name = last.rfind(' ', wide) + 1;
+      const std::string buffer = last.substr(name, wide - name);
+      EXPECT_LT(last.find("__syncthreads();", wide), last.find(buffer + "[l]", wide)) << last;
+    }
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
   }
 }
