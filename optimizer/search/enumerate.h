@@ -43,8 +43,8 @@ struct EnumerateStats {
 // and how the output's classes spread over the grid; tile sizes are left at
 // their first choice (see ScheduleVariants).
 std::vector<Schedule> Mappings(const Region& region);
-// The tile-size, loop-split and thread-count variants of a mapping, the
-// mapping's own tiles first.
+// The tile-size and loop-split variants of a mapping (and, for attention,
+// thread-count ones), the mapping's own tiles first.
 std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& mapping);
 
 // Calls `found` for every complete program under `mapping` (with unused ops

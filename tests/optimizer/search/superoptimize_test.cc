@@ -121,6 +121,7 @@ TEST(Superoptimize, ACandidateThatFailsToRunGivesWayToTheNext) {
 // Decode shapes leave few blocks: the schedule variants share the loop's
 // steps among blocks on the free grid axis, the uGraph keeps the split
 // through JSON (the search cache), and the split candidate verifies.
+// Attention's variants come with 8 warps and with 4; others with 8.
 TEST(Superoptimize, SplitLoopVariantsKeepTheirSplit) {
   FusedCase c = RmsNormLinearCase(2, 4096, 6144);
   SearchResult r = Search(c.region);
@@ -140,10 +141,18 @@ TEST(Superoptimize, SplitLoopVariantsKeepTheirSplit) {
     EXPECT_EQ(ValueOrFail(ugraph::FromJson(ugraph::ToJson(g))).kernels[0].block.loop_split, s.loop_split);
   }
   EXPECT_EQ(splits, (std::set<int64_t>{1, 2, 4, 8, 16}));
-  // Every split with 8 warps and with 4.
-  EXPECT_EQ(split_threads.size(), 2 * splits.size());
-  for (int64_t ways : splits) {
-    EXPECT_TRUE(split_threads.count({ways, 256}) && split_threads.count({ways, 128})) << ways;
+  // A streaming kernel's with 8 warps only; attention's also with 4.
+  EXPECT_EQ(split_threads.size(), splits.size());
+  for (int64_t ways : splits) EXPECT_EQ(split_threads.count({ways, 256}), 1u) << ways;
+  const FusedCase attention = AttentionCase(2, 256, 64, 4096);
+  const SearchResult a = Search(attention.region);
+  ASSERT_TRUE(a.candidate.has_value()) << a.report.ToString();
+  std::set<std::pair<int64_t, int>> attention_threads;
+  for (const Schedule& s : ScheduleVariants(attention.region, a.candidate->schedule)) {
+    attention_threads.insert({s.loop_split, s.threads});
+  }
+  for (int64_t ways : {1, 2, 4, 8, 16}) {
+    EXPECT_TRUE(attention_threads.count({ways, 256}) && attention_threads.count({ways, 128})) << ways;
   }
   Candidate split = *r.candidate;
   split.schedule.loop_split = 4;
