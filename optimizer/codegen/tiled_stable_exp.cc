@@ -130,48 +130,4 @@ std::string TiledGenerator::MaskKeeps(int i, const std::string& row, const std::
                       Global(t.axes[op.mask.col], col), ")");
 }
 
-void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, bool combine) {
-  bool any = false;
-  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (rescale_offsets_[i] < 0) continue;
-    const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, static_cast<int>(i));
-    OpenLinear(ShiftRowTile(static_cast<int>(i)).elements());
-    if (!combine) {
-      e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = shift", i, "[l];");
-    } else {
-      // The shift every block's sums are brought to: the max of theirs.
-      e_.Line("float m = no_shift();");
-      e_.Linef("for (int q = 0; q < ", b_.loop_split, "; ++q) m = fmaxf(m, __ldcg(partials + q * ", floats, " + ",
-               offset, " + l));");
-      e_.Linef("shift", i, "[l] = m;");
-    }
-    e_.Close();
-    any = true;
-  }
-  if (combine && any) Sync();  // the accumulators' sums read every row
-}
-
-bool TiledGenerator::FourShareARow(int acc) const {
-  const std::vector<int64_t> sizes = Sizes(tiles_[acc]);
-  if (tiles_[acc].elements() % 4 != 0) return false;
-  // The innermost axis that varies: four consecutive elements lie along it.
-  int inner = static_cast<int>(sizes.size()) - 1;
-  while (inner >= 0 && sizes[inner] == 1) --inner;
-  if (inner < 0 || sizes[inner] % 4 != 0) return false;
-  const int s = b_.tile_ops[acc].rescale;
-  if (s < 0) return true;
-  // RowOf aligns the rows' axes with the tile's last ones.
-  const std::vector<int64_t> rows = Sizes(ShiftRowTile(s));
-  const int lead = static_cast<int>(sizes.size() - rows.size());
-  return inner < lead || rows[inner - lead] == 1;
-}
-
-std::string TiledGenerator::SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const {
-  const int s = b_.tile_ops[acc].rescale;
-  const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, s);
-  const std::string row = RowOf(s, tiles_[acc], coords);
-  return absl::StrCat("split_factor(__ldcg(partials + q * ", floats, " + ", offset, " + ", row, "), shift", s, "[",
-                      row, "])");
-}
-
 }  // namespace kiln::codegen::tiled_internal

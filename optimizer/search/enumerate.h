@@ -39,14 +39,6 @@ struct EnumerateStats {
   bool out_of_time = false;
 };
 
-// The ways to map classes: which reduced class the for-loop walks (or none)
-// and how the output's classes spread over the grid; tile sizes are left at
-// their first choice (see ScheduleVariants).
-std::vector<Schedule> Mappings(const Region& region);
-// The tile-size and loop-split variants of a mapping (and, for attention,
-// thread-count ones), the mapping's own tiles first.
-std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& mapping);
-
 // Calls `found` for every complete program under `mapping` (with unused ops
 // removed), until it returns false or the limits are hit.
 EnumerateStats EnumeratePrograms(const Region& region, const Schedule& mapping, ExprPool& pool,

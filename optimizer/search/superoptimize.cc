@@ -14,6 +14,7 @@
 #include "optimizer/codegen/generate.h"
 #include "optimizer/search/abstract_check.h"
 #include "optimizer/search/enumerate.h"
+#include "optimizer/search/schedules.h"
 #include "optimizer/search/verify.h"
 #include "optimizer/tile_analysis.h"
 #include "optimizer/ugraph_json.h"

@@ -13,7 +13,7 @@
 #include "ops/ops.h"
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/generate.h"
-#include "optimizer/search/enumerate.h"
+#include "optimizer/search/schedules.h"
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/search/verify.h"

@@ -14,7 +14,7 @@
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/generate.h"
 #include "optimizer/search/candidate.h"
-#include "optimizer/search/enumerate.h"
+#include "optimizer/search/schedules.h"
 
 namespace kiln::search {
 

@@ -1,0 +1,129 @@
+// Split loops (TiledGenerator): the blocks that share a grid point's loop
+// steps write their partial accumulators, and their running maxes, to the
+// device workspace and count themselves in; the last to count adds every
+// block's partials, each brought to the largest max first (FlashDecoding's
+// combine), and goes on to the ops after the loop.
+#include <functional>
+
+#include "optimizer/codegen/tiled_generator.h"
+
+namespace kiln::codegen::tiled_internal {
+
+void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
+  const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
+  e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
+           " blocks of this grid point adds them in split order and goes on");
+  e_.Linef("const i64 point = ", point, ";");
+  e_.Line("unsigned* const counters = p.counters;");
+  e_.Linef("float* const partials = reinterpret_cast<float*>(p.ws) + point * ", b_.loop_split * floats, ";");
+  const auto accumulators = [&](const std::function<void(int, int64_t)>& f) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+      if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate) continue;
+      f(static_cast<int>(i), offset);
+      offset += tiles_[i].padded_floats();
+    }
+  };
+  accumulators([&](int i, int64_t offset) {
+    Read(i, true);
+    OpenLinear(tiles_[i].elements());
+    e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = ", Buffer(i), "[l];");
+    e_.Close();
+  });
+  EmitSplitShifts(split, floats, /*combine=*/false);
+  // The barrier orders every thread's partials before thread 0's fence,
+  // which makes them visible to the GPU before it counts this block.
+  Sync();
+  e_.Open("if (threadIdx.x == 0)");
+  e_.Line("__threadfence();");
+  e_.Linef("split_last = atomicAdd(counters + point, 1u) == ", b_.loop_split - 1, "u;");
+  e_.Close();
+  Sync();
+  e_.Open("if (split_last)");
+  e_.Line("__threadfence();");
+  // Sums taken against running maxes are first brought to the max of the
+  // blocks' (FlashDecoding's combine).
+  EmitSplitShifts(split, floats, /*combine=*/true);
+  accumulators([&](int i, int64_t offset) {
+    // Each thread's loads of all blocks' partials are independent (the q
+    // loop unrolled) and, where four consecutive elements share one row's
+    // factor, 16 bytes wide: the last block's combine is a few L2 round
+    // trips, not one per element and block. The sum's order is the same.
+    const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+    const bool rescaled = b_.tile_ops[i].rescale >= 0;
+    const int width = offset % 4 == 0 && floats % 4 == 0 && FourShareARow(i) ? 4 : 1;
+    const char* lanes[] = {".x", ".y", ".z", ".w"};
+    e_.Open(absl::StrCat("for (int l = threadIdx.x * ", width, "; l < ", tiles_[i].elements(), "; l += ",
+                         b_.threads * width, ")"));
+    const std::string factor = rescaled ? absl::StrCat(" * f", i) : "";
+    const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
+    e_.Line(width == 4 ? "float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);" : "float sum = 0.0f;");
+    e_.Linef("#pragma unroll", b_.loop_split > 16 ? " 16" : "");
+    e_.Open(absl::StrCat("for (int q = 0; q < ", b_.loop_split, "; ++q)"));
+    const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
+    if (rescaled) e_.Linef("const float f", i, " = ", SplitFactor(i, floats, coords), ";");
+    if (width == 4) {
+      e_.Linef("const float4 v = __ldcg(reinterpret_cast<const float4*>(", at, "));");
+      for (const char* lane : lanes) e_.Linef("sum", lane, " += v", lane, factor, ";");
+    } else {
+      e_.Linef("sum += __ldcg(", at, ")", factor, ";");
+    }
+    e_.Close();
+    if (width == 4) {
+      for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = sum", lanes[k], ";");
+    } else {
+      e_.Linef(Buffer(i), "[l] = sum;");
+    }
+    e_.Close();
+    // Four elements a thread: not the linear loop's (OpenLinear) mapping.
+    Wrote(i, width == 1);
+  });
+  // Every block of the point has counted: the counter is free for the next launch.
+  e_.Line("if (threadIdx.x == 0) counters[point] = 0u;");
+}
+
+void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, bool combine) {
+  bool any = false;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (rescale_offsets_[i] < 0) continue;
+    const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, static_cast<int>(i));
+    OpenLinear(ShiftRowTile(static_cast<int>(i)).elements());
+    if (!combine) {
+      e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = shift", i, "[l];");
+    } else {
+      // The shift every block's sums are brought to: the max of theirs.
+      e_.Line("float m = no_shift();");
+      e_.Linef("for (int q = 0; q < ", b_.loop_split, "; ++q) m = fmaxf(m, __ldcg(partials + q * ", floats, " + ",
+               offset, " + l));");
+      e_.Linef("shift", i, "[l] = m;");
+    }
+    e_.Close();
+    any = true;
+  }
+  if (combine && any) Sync();  // the accumulators' sums read every row
+}
+
+bool TiledGenerator::FourShareARow(int acc) const {
+  const std::vector<int64_t> sizes = Sizes(tiles_[acc]);
+  if (tiles_[acc].elements() % 4 != 0) return false;
+  // The innermost axis that varies: four consecutive elements lie along it.
+  int inner = static_cast<int>(sizes.size()) - 1;
+  while (inner >= 0 && sizes[inner] == 1) --inner;
+  if (inner < 0 || sizes[inner] % 4 != 0) return false;
+  const int s = b_.tile_ops[acc].rescale;
+  if (s < 0) return true;
+  // RowOf aligns the rows' axes with the tile's last ones.
+  const std::vector<int64_t> rows = Sizes(ShiftRowTile(s));
+  const int lead = static_cast<int>(sizes.size() - rows.size());
+  return inner < lead || rows[inner - lead] == 1;
+}
+
+std::string TiledGenerator::SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const {
+  const int s = b_.tile_ops[acc].rescale;
+  const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, s);
+  const std::string row = RowOf(s, tiles_[acc], coords);
+  return absl::StrCat("split_factor(__ldcg(partials + q * ", floats, " + ", offset, " + ", row, "), shift", s, "[",
+                      row, "])");
+}
+
+}  // namespace kiln::codegen::tiled_internal
