@@ -319,10 +319,7 @@ class Enumerator {
       }
       case TileOp::Kind::kReduceSum:
         return pool_.Sum(MakeRational(AxisCount(tiles[op.args[0]].axes[op.axis]), 1), arg(0));
-      case TileOp::Kind::kStableExp: {  // the shift dropped, as the region's
-        const ExprId e = pool_.Exp(arg(0));
-        return op.mask.on() ? pool_.Mul(CausalMaskExpr(pool_), e) : e;
-      }
+      case TileOp::Kind::kStableExp: return StableExpExpr(pool_, arg(0), op.mask);  // as the region's
       case TileOp::Kind::kAccumulate: {
         const Schedule& s = candidate_.schedule;
         for (size_t c = 0; c < s.map.size(); ++c) {

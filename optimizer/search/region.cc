@@ -435,7 +435,12 @@ class Extractor {
 
 }  // namespace
 
-ExprId CausalMaskExpr(ExprPool& pool) { return pool.Input(1 << 24); }
+ExprId StableExpExpr(ExprPool& pool, ExprId x, const ugraph::CausalMask& mask) {
+  const ExprId e = pool.Exp(x);
+  // The mask: 1 where kept, 0 elsewhere; an input no region has (inputs and
+  // atoms are numbered from 0).
+  return mask.on() ? pool.Mul(pool.Input(1 << 24), e) : e;
+}
 
 int64_t NominalSize(const Dim& d) { return d.is_concrete() ? d.value() : d.max_value(); }
 
@@ -523,10 +528,7 @@ std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool, cons
       case RegionOp::Kind::kConstant: e[i] = pool.Constant(op.value); break;
       case RegionOp::Kind::kPermute: e[i] = e[op.args[0]]; break;
       case RegionOp::Kind::kUnary: e[i] = UnaryExpr(pool, op.op, e[op.args[0]]); break;
-      case RegionOp::Kind::kStableExp:  // the shift dropped
-        e[i] = pool.Exp(e[op.args[0]]);
-        if (op.mask.on()) e[i] = pool.Mul(CausalMaskExpr(pool), e[i]);
-        break;
+      case RegionOp::Kind::kStableExp: e[i] = StableExpExpr(pool, e[op.args[0]], op.mask); break;
       case RegionOp::Kind::kBinary: e[i] = BinaryExpr(pool, op.op, e[op.args[0]], e[op.args[1]]); break;
       case RegionOp::Kind::kMatmul: {
         const RegionOp& a = region.ops[op.args[0]];

@@ -29,7 +29,7 @@ struct RegionOp {
   // `mask` (its axes the op's own; its keys the max's one axis), masked
   // elements are out of the max and give 0: softmax of where(mask, x,
   // -inf), whose abstract expression is M exp(x), M an input of its own
-  // (CausalMaskExpr).
+  // (StableExpExpr).
   enum class Kind : uint8_t { kInput, kConstant, kUnary, kBinary, kReduce, kMatmul, kPermute, kStableExp };
   Kind kind = Kind::kInput;
   OpKind op = OpKind::kLeaf;  // kUnary, kBinary; kReduce: kReduceSum or kReduceMean
@@ -81,9 +81,9 @@ Tensor ReplayRegion(const Region& region, const std::vector<Tensor>& inputs);
 // fresh input of its own, numbered after the region's inputs.
 std::vector<ExprId> RegionExpressions(const Region& region, ExprPool& pool, const std::vector<bool>& atoms = {});
 
-// The abstract expression of a causal mask: 1 where kept, 0 elsewhere; an
-// input no region has (inputs and atoms are numbered from 0).
-ExprId CausalMaskExpr(ExprPool& pool);
+// The abstract expression of a stable exp of x: exp(x), the shift dropped
+// (algebra.h); under a causal mask M exp(x), M an input of its own.
+ExprId StableExpExpr(ExprPool& pool, ExprId x, const ugraph::CausalMask& mask);
 
 // The abstract expression of sum over `n` elements; a class of symbolic size
 // counts with its upper bound.
