@@ -1,6 +1,10 @@
-// The code generator for graph-defined blocks, shared by its two source
-// files: tiled_gen.cc (planning, the tile ops, phases and stores) and
-// tiled_load.cc (reading input tiles). Internal to optimizer/codegen.
+// The code generator for graph-defined blocks, shared by its source files:
+// tiled_gen.cc (planning, the tile ops, phases and stores), tiled_load.cc
+// (reading input tiles), tiled_matmul.cc and tiled_direct.cc (products),
+// tiled_flash.cc (attention's scores, softmax and P@V in registers),
+// tiled_register_sum.cc (sums kept in registers), tiled_stable_exp.cc (the
+// online softmax) and tiled_split.cc (split loops' hand-over). Internal to
+// optimizer/codegen.
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 
