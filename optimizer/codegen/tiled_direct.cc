@@ -99,26 +99,65 @@ bool TiledGenerator::ComputedB(int i) const {
   return IsMatrix(i) && IsMatrix(a) && IsMatrix(bm);
 }
 
+std::optional<std::pair<int, int>> TiledGenerator::ScaledB(int i, const std::vector<int>& uses) const {
+  const TileOp& op = b_.tile_ops[i];
+  const int bm = op.args[1];
+  const TileOp& b = b_.tile_ops[bm];
+  if (b.kind != TileOp::Kind::kBinary || b.op != OpKind::kMul || uses[bm] != 1 || DTypeSize(op.dtype) != 2) {
+    return std::nullopt;
+  }
+  for (int k = 0; k < 2; ++k) {
+    const int x = b.args[k], s = b.args[1 - k];
+    if (x == s || b_.tile_ops[x].kind != TileOp::Kind::kInput || b_.tile_ops[s].kind == TileOp::Kind::kConstant) {
+      continue;
+    }
+    const InputPlan& in = inputs_[x];
+    // X: B's shape, in the ring, vectors along n, in the product's dtype.
+    if (!SameShape(x, bm) || !IsMatrix(x) || phase_[x] != Phase::kLoop || !in.ring || !in.staged ||
+        in.ring_of >= 0 || in.width == 1 || in.dtype != op.dtype || in.vector_axis != static_cast<int>(in.task_sizes.size()) - 1 ||
+        in.order.back() != in.vector_axis) {
+      continue;
+    }
+    // s: one row of B's columns.
+    std::vector<int64_t> row = Sizes(tiles_[bm]);
+    row[row.size() - 2] = 1;
+    if (Sizes(tiles_[s]) != row) continue;
+    // X's other readers take it from the ring too: no tile of X is left.
+    bool others = false;
+    for (size_t c = 0; c < b_.tile_ops.size(); ++c) {
+      const std::vector<int>& args = b_.tile_ops[c].args;
+      const bool reads = std::find(args.begin(), args.end(), x) != args.end();
+      others = others || (reads && static_cast<int>(c) != bm && ring_chain_[c] != x);
+    }
+    for (const ugraph::OutputSaver& o : b_.outputs) others = others || o.value == x;
+    if (!others && IsMatrix(i) && IsMatrix(op.args[0])) return std::make_pair(x, s);
+  }
+  return std::nullopt;
+}
+
 void TiledGenerator::PlanStepMma(const std::vector<int>& uses) {
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kMatmul || fused_into_[i] >= 0) continue;
-    const bool rows = op.dtype != DType::kF32 && RowsB(static_cast<int>(i), uses);
-    const bool ring = rows || DirectB(static_cast<int>(i), uses);
+    const std::optional<std::pair<int, int>> scaled = ScaledB(static_cast<int>(i), uses);
+    const bool rows = !scaled && op.dtype != DType::kF32 && RowsB(static_cast<int>(i), uses);
+    const bool ring = scaled || rows || DirectB(static_cast<int>(i), uses);
     if (!ring && !ComputedB(static_cast<int>(i))) continue;
     matmuls_[i].b_tile = !ring;
     matmuls_[i].b_rows = rows;
+    if (scaled) std::tie(matmuls_[i].b_input, matmuls_[i].b_scale) = *scaled;
     if (PlanMma(static_cast<int>(i), /*step=*/true)) {
       PlanARing(static_cast<int>(i));
     } else {
       matmuls_[i].b_tile = matmuls_[i].b_rows = false;
+      matmuls_[i].b_input = matmuls_[i].b_scale = -1;
     }
   }
 }
 
 bool TiledGenerator::PlanMma(int i, bool step) {
   const TileOp& op = b_.tile_ops[i];
-  const int a = op.args[0], bm = op.args[1];
+  const int a = op.args[0], bm = BInput(i);
   const bool b_tile = matmuls_[i].b_tile;
   InputPlan& in = inputs_[bm];
   if (!b_tile && (!in.ring || DTypeSize(in.dtype) != 2 || op.dtype != in.dtype)) return false;
@@ -264,7 +303,7 @@ void TiledGenerator::EmitMmaA(int i) {
 void TiledGenerator::EmitMmaB(int i, const std::string& v) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
-  const int bm = op.args[1];
+  const int bm = BInput(i);
   e_.Line("unsigned fb[2];");
   const int64_t vectors = inputs_[bm].row_vectors();
   if (plan.b_rows) {
@@ -276,6 +315,7 @@ void TiledGenerator::EmitMmaB(int i, const std::string& v) {
   }
   if (!plan.b_tile) {
     e_.Linef("load_b_fragment_trans(fb, &", RingSlot(bm, "stage", absl::StrCat("k * ", vectors, " + ", v)), ");");
+    EmitScaleB(i, "fb", v);
     return;
   }
   // Rows t2, t2 + 1 (and + 8) of k chunk c, column g of n8 tile v; rows
@@ -289,13 +329,23 @@ void TiledGenerator::EmitMmaB(int i, const std::string& v) {
   e_.Linef("fb[1] = ", pack, "(", element(8), ", ", element(9), ");");
 }
 
+void TiledGenerator::EmitScaleB(int i, const std::string& fb, const std::string& v) {
+  const MatmulPlan& plan = matmuls_[i];
+  if (plan.b_scale < 0) return;
+  e_.Linef("const float bs = ", Buffer(plan.b_scale), "[(", v, ") * 8 + g];  // the lane's column");
+  const std::string scale = absl::StrCat("scale_", DTypeSuffix(b_.tile_ops[i].dtype), "x2");
+  e_.Linef(fb, "[0] = ", scale, "(", fb, "[0], bs);");
+  e_.Linef(fb, "[1] = ", scale, "(", fb, "[1], bs);");
+}
+
 void TiledGenerator::EmitMmaMatmul(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
-  const int a = op.args[0], bm = op.args[1];
+  const int a = op.args[0], bm = BInput(i);
   const int64_t warps = b_.threads / 32, tiles = plan.n8s * plan.m16s;
   if (!plan.a_ring) Read(a, false);
   Read(bm, false);  // other threads' copies into the ring
+  if (plan.b_scale >= 0) Read(plan.b_scale, false);
   if (plan.step) Read(i, false);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op),
            plan.step ? std::string(", this step's") : absl::StrCat(", summed into x", fused_into_[i], " after the loop"),

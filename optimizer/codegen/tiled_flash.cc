@@ -125,6 +125,7 @@ void TiledGenerator::EmitFlashStep() {
   const bool split = flash_.keys_split;
   if (!s.a_ring) Read(s_op.args[0], false);
   if (s.b_tile) Read(k_tile, false);
+  if (s.b_scale >= 0) Read(s.b_scale, false);
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
            flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
@@ -245,12 +246,20 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
     return;
   }
   // Two columns of tiles per ldmatrix (lanes 16-31 address the second).
-  const int b = op.args[1];
+  const int b = BInput(mm);
   e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; v += 2)"));
   e_.Line("unsigned fb[4];");
   e_.Linef("load_b_fragments_trans_x2(fb, &",
            RingSlot(b, "stage", absl::StrCat("k * ", inputs_[b].row_vectors(), " + ", first, " + v + (lane >> 4)")),
            ");");
+  if (plan.b_scale >= 0) {
+    e_.Open("");
+    EmitScaleB(mm, "fb", absl::StrCat(first, " + v"));
+    e_.Close();
+    e_.Open("");
+    EmitScaleB(mm, "(fb + 2)", absl::StrCat(first, " + v + 1"));
+    e_.Close();
+  }
   e_.Linef(mma, "(", acc, "[v], fa, fb);");
   e_.Linef(mma, "(", acc, "[v + 1], fa, fb + 2);");
   e_.Close();

@@ -147,6 +147,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
     }
   }
   PlanRegisterSums();
+  PlanRingFolds();
   matmuls_.assign(n, MatmulPlan{});
   PlanDirect(uses);
   PlanStepMma(uses);
@@ -303,9 +304,13 @@ void TiledGenerator::PlanNeeded() {
       needed_[fused_from_[i]] = true;
       continue;
     }
+    // A ring fold computes its chain from the ring.
+    if (op.kind == TileOp::Kind::kReduceSum && ring_chain_[op.args[0]] >= 0) continue;
     // A direct matmul reads B from registers or the ring (a step's product
-    // reads a computed B from its tile), and A too where it can.
+    // reads a computed B from its tile; a column-scaled B, the ring and
+    // the scale's tile), and A too where it can.
     const MatmulPlan* plan = op.kind == TileOp::Kind::kMatmul ? &matmuls_[i] : nullptr;
+    if (plan != nullptr && plan->b_scale >= 0) needed_[plan->b_scale] = true;
     for (size_t k = 0; k < op.args.size(); ++k) {
       const bool b_elsewhere = k == 1 && !(plan != nullptr && plan->b_tile);
       if (plan != nullptr && (plan->direct || plan->step) && (b_elsewhere || (k == 0 && plan->a_ring))) continue;
@@ -459,13 +464,21 @@ void TiledGenerator::OpenRowFold(int x, int axis, bool max, const std::string& k
   const int64_t inner = Product(in, axis + 1, in.size());
   const int64_t rows = tiles_[x].elements() / size;
   const std::string length = Length(tiles_[x].axes[axis]);
-  // Row o = (outer, inner) reads (outer, j, inner).
+  // Row o = (outer, inner) reads (outer, j, inner); a ring fold's chain
+  // reads its ring tile's element there (the chain's tile is its shape).
+  const int ring = ring_chain_[x];
   const std::string element =
-      inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
-                 : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
-  const std::string fold = absl::StrCat(keeps.empty() ? "" : absl::StrCat("if (", keeps, ") "),
-                                        max ? absl::StrCat("v = fmaxf(v, ", element, ");")
-                                            : absl::StrCat("v += ", element, ";"));
+      ring >= 0   ? ChainValue(x, "e")
+      : inner == 1 ? absl::StrCat(Buffer(x), "[o * ", size, " + j]")
+                   : absl::StrCat(Buffer(x), "[(o / ", inner, " * ", size, " + j) * ", inner, " + o % ", inner, "]");
+  std::string fold = absl::StrCat(keeps.empty() ? "" : absl::StrCat("if (", keeps, ") "),
+                                  max ? absl::StrCat("v = fmaxf(v, ", element, ");")
+                                      : absl::StrCat("v += ", element, ";"));
+  if (ring >= 0) {
+    fold = absl::StrCat("{ const float e = ",
+                        RingElement(ring, "stage", FoldCoord(x, axis, in.size() - 2), FoldCoord(x, axis, in.size() - 1)),
+                        "; ", fold, " }");
+  }
   const bool warp = FoldsByWarp(x, axis);
   e_.Open(warp ? absl::StrCat("for (int o = threadIdx.x / 32; o < ", rows, "; o += ", b_.threads / 32, ")")
                : absl::StrCat("for (int o = threadIdx.x; o < ", rows, "; o += ", b_.threads, ")"));

@@ -328,7 +328,19 @@ class TiledGenerator {
     // B's ring holds it by rows of n (its vectors run along k, as a
     // transposed view's do): fragments by ldmatrix without .trans.
     bool b_rows = false;
+    // B = X * s with s a row vector (broadcast down B's rows), X a ring
+    // tile (QK-norm's K times each key's rsqrt): B's fragments are X's,
+    // read from the ring, each times its column's s and rounded to the
+    // product's dtype, as the f32 tile of B would be. The tile op of s
+    // (b_scale) and of X (b_input); -1: none.
+    int b_scale = -1, b_input = -1;
   };
+  // The tile op matmul i takes B's fragments from: its B, or the ring
+  // tile a column-scaled B is read from (MatmulPlan::b_scale).
+  int BInput(int i) const { return matmuls_[i].b_scale >= 0 ? matmuls_[i].b_input : b_.tile_ops[i].args[1]; }
+  // Whether a step product's B is X * s as MatmulPlan::b_scale reads it:
+  // X and s; X's only other readers are ring folds' chains.
+  std::optional<std::pair<int, int>> ScaledB(int i, const std::vector<int>& uses) const;
   // A matmul summed into an accumulator whose B is a loop tile that only
   // it reads, loaded as 16-byte vectors along N, with few rows of A: each
   // thread multiplies the B vectors it loaded by A's column and keeps the
@@ -398,6 +410,9 @@ class TiledGenerator {
   // Declares `fb`, B's fragment of matmul i at k chunk c (`k` the lane's
   // ldmatrix row) and n8 column `v`.
   void EmitMmaB(int i, const std::string& v);
+  // A column-scaled B's fragment pair `fb` (n8 column `v`) times the
+  // lane's column of the scale (MatmulPlan::b_scale); nothing otherwise.
+  void EmitScaleB(int i, const std::string& fb, const std::string& v);
   // The online softmax with rows owned by warps (tiled_flash.cc): the
   // step's scores product, its stable exp, the rescaled product and row
   // sum that read it, all in registers. Ops by index, -1: none.
@@ -446,6 +461,12 @@ class TiledGenerator {
   std::string ChainValue(int x, const std::string& value) const;
   void EmitRegisterSum(int i);
   void EmitRegisterSumFlush();
+  // Sums of one loop step (not added into an accumulator) whose operand is
+  // such a chain, only they read it, of a rank-2 ring tile: the fold reads
+  // the ring's elements and runs the chain on them (QK-norm's sum of K's
+  // squares along its head dim), so neither the chain nor the ring tile
+  // needs a tile of its own, nor the step a pass and a barrier for them.
+  void PlanRingFolds();
   // x = c * y or y * c, c a constant, y of x's shape: y and c.
   std::optional<std::pair<int, double>> ConstantFactor(int x) const;
   // x = c * sum or sum * c, c a constant: the sum and c.
@@ -490,6 +511,7 @@ class TiledGenerator {
   void PlanNeeded();
   std::vector<int> register_sum_;  // by reduce op: its chain's ring input, or -1
   std::vector<int> register_root_;  // by reduce op: the chain each element runs (constant factors peeled off)
+  std::vector<int> ring_chain_;  // by op: the ring input a ring fold's chain computes it from, or -1
   std::vector<bool> needed_;
   bool step_wrote_ = false;      // a loop step wrote shared memory
   int64_t syncs_ = 0;            // barriers emitted so far

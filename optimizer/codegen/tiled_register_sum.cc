@@ -1,7 +1,11 @@
-// Sums of graph-defined blocks kept in registers (see PlanRegisterSums in
+// Sums of graph-defined blocks over an elementwise chain of a ring tile,
+// computed from the ring (see PlanRegisterSums and PlanRingFolds in
 // tiled_generator.h): RMSNorm's sum of squares, fused into its
 // accumulator, is computed by each thread over the ring vectors it copied
-// itself, so the loop step writes no tile for it and takes no barrier.
+// itself, so the loop step writes no tile for it and takes no barrier;
+// QK-norm's sum of K's squares at each step folds the ring's elements.
+#include <algorithm>
+
 #include "optimizer/codegen/thread_emitter.h"
 #include "optimizer/codegen/tiled_generator.h"
 
@@ -65,6 +69,53 @@ void TiledGenerator::PlanRegisterSums() {
       register_root_[i] = peeled->first;
       fused_scale_[i] *= peeled->second;
     }
+  }
+}
+
+void TiledGenerator::PlanRingFolds() {
+  ring_chain_.assign(b_.tile_ops.size(), -1);
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    if (op.kind != TileOp::Kind::kReduceSum || phase_[i] != Phase::kLoop || register_sum_[i] >= 0 ||
+        fused_into_[i] >= 0) {
+      continue;
+    }
+    const int x = op.args[0];
+    const TileOp::Kind kind = b_.tile_ops[x].kind;
+    if (kind != TileOp::Kind::kUnary && kind != TileOp::Kind::kBinary) continue;
+    const int source = ChainSource(x);
+    if (source < 0) continue;
+    const InputPlan& in = inputs_[source];
+    // RingElement's layout: a matrix, rows of vectors along its last
+    // axis, row by row.
+    const int rank = static_cast<int>(in.task_sizes.size());
+    if (in.ring_of >= 0 || in.width == 1 || !IsMatrix(source) || in.vector_axis != rank - 1 ||
+        in.order[rank - 1] != rank - 1 || in.order[rank - 2] != rank - 2) {
+      continue;
+    }
+    // The chain's ops (x and what it reads up to the ring tile), each read
+    // by the chain only: none of them is needed as a tile.
+    std::vector<int> chain, stack = {x};
+    while (!stack.empty()) {
+      const int c = stack.back();
+      stack.pop_back();
+      const TileOp& cop = b_.tile_ops[c];
+      if (cop.kind == TileOp::Kind::kInput || cop.kind == TileOp::Kind::kConstant) continue;
+      if (std::find(chain.begin(), chain.end(), c) != chain.end()) continue;
+      chain.push_back(c);
+      for (int a : cop.args) stack.push_back(a);
+    }
+    bool shared = false;
+    for (size_t r = 0; r < b_.tile_ops.size(); ++r) {
+      if (r == i || std::find(chain.begin(), chain.end(), static_cast<int>(r)) != chain.end()) continue;
+      for (int a : b_.tile_ops[r].args) shared = shared || std::find(chain.begin(), chain.end(), a) != chain.end();
+    }
+    for (const ugraph::OutputSaver& o : b_.outputs) {
+      shared = shared || std::find(chain.begin(), chain.end(), o.value) != chain.end();
+    }
+    if (shared) continue;
+    for (int c : chain) ring_chain_[c] = source;
+    inputs_[source].cross_read = true;  // a fold reads other threads' copies
   }
 }
 

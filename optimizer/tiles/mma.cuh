@@ -108,4 +108,13 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
   return out;
 }
 
+// A fragment register's two elements times s in f32, rounded back (a B
+// scaled column by column: both elements sit in the lane's column).
+__device__ __forceinline__ unsigned scale_f16x2(unsigned pair, float s) {
+  return pack_f16x2(bits_to_f16(pair & 0xffffu) * s, bits_to_f16(pair >> 16) * s);
+}
+__device__ __forceinline__ unsigned scale_bf16x2(unsigned pair, float s) {
+  return pack_bf16x2(bits_to_bf16(pair & 0xffffu) * s, bits_to_bf16(pair >> 16) * s);
+}
+
 }  // namespace kiln

@@ -151,6 +151,33 @@ TEST(AttentionSearch, QkNormIsFusedIntoTheKernel) {
   }
 }
 
+// K's normalization at each step reads K from the ring: no f32 tile of K,
+// of its squares or of the normalized K. The sum of squares folds the
+// ring's elements, and the scores' B fragments are K's (ldmatrix), each
+// times its key's rsqrt, rounded as the normalized tile would be. The step
+// takes three barriers (the ring's, the rsqrt's, the step's end), where
+// those tiles took six. f16 and bf16 both compile.
+TEST(AttentionSearch, QkNormReadsKFromTheRingScaledByItsRsqrt) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const DType dtype : {DType::kF16, DType::kBF16}) {
+    const FusedCase c = QkNormAttentionCase(2, 256, 64, 4096, dtype);
+    SCOPED_TRACE(DTypeName(dtype));
+    SearchResult r = Search(c.region);
+    ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+    const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(*r.graph, 0));
+    const std::string scale = dtype == DType::kF16 ? "scale_f16x2(fb[0], bs)" : "scale_bf16x2(fb[0], bs)";
+    EXPECT_THAT(source.source, ::testing::HasSubstr(scale));
+    EXPECT_THAT(source.source, ::testing::HasSubstr("load_b_fragments_trans_x2(fb, &ring"));
+    const size_t step = source.source.find("for (i64 step = step_begin");
+    ASSERT_NE(step, std::string::npos) << source.source;
+    // Q's tile is widened before the loop; nothing is in the loop.
+    EXPECT_EQ(source.source.find("widen the loaded bits", step), std::string::npos) << source.source;
+    EXPECT_THAT(source.source.substr(step), ::testing::HasSubstr("{ const float e = bits_to_"));
+    EXPECT_EQ(source.step_barriers, 3) << source.source;
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+  }
+}
+
 // The normalizations are fixed, not searched, but still verified: the
 // found kernel with K normalized over its keys instead of its head dim, or
 // with Q's rsqrt dropped, fails over the finite fields.

@@ -39,7 +39,7 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
 }
 
 struct Runs {
-  int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0;
+  int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0;
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -80,6 +80,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.split += s.loop_split > 1;
     runs.tensor_cores += source->matmul_path == codegen::MatmulPath::kTensorCores;
     runs.rows_b += source->source.find("load_b_fragment_rows") != std::string::npos;
+    runs.scaled_b += source->source.find("scale_f16x2(") != std::string::npos;
     runs.keys_shared += source->mma_warps == s.threads / 32 && source->step_barriers == 1 &&
                         source->source.find("each warp 16 keys") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
@@ -121,7 +122,9 @@ Runs RunVariant(CudaExecutor& executor,
   return runs;
 }
 
-// QK-norm fused into attention (Q normalized before the loop, K each step).
+// QK-norm fused into attention (Q normalized before the loop, K each step:
+// read from the ring, its squares summed there and each key's fragments
+// times its rsqrt).
 TEST(GpuAttention, QkNormMatchesTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
@@ -129,6 +132,7 @@ TEST(GpuAttention, QkNormMatchesTheCpu) {
     return QkNormAttentionCase(b, q, d, keys, dtype);
   });
   EXPECT_GE(runs.split, 6);
+  EXPECT_GE(runs.scaled_b, 6) << "f16 scores reading K from the ring, each key times its rsqrt";
 }
 
 // K stored by rows (K^T a transposed view): its tiles load as vectors along
