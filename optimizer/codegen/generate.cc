@@ -154,7 +154,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   int64_t min_blocks = 1;  // resident blocks per SM the registers must allow
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
-  int64_t step_barriers = 0, mma_warps = 0;
+  int64_t step_barriers = 0, mma_warps = 0, step_threads = b.threads;
   switch (b.kind) {
     case BlockKind::kPointwise:
       GeneratePointwise(e, b);
@@ -175,6 +175,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       matmul_path = tiled->matmul_path;
       step_barriers = tiled->step_barriers;
       mma_warps = tiled->mma_warps;
+      step_threads = tiled->step_threads;
       break;
     }
   }
@@ -189,6 +190,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.matmul_path = matmul_path;
   out.step_barriers = step_barriers;
   out.mma_warps = mma_warps;
+  out.step_threads = step_threads;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
   out.source = absl::StrCat(

@@ -46,6 +46,10 @@ struct KernelSource {
   // the barriers): mma.sync reaches its rate only with many warps per SM
   // to hide its latency. 0: none.
   int64_t mma_warps = 0;
+  // Threads that share out a loop step's work: all, but for the flash
+  // path (tiled_flash.cc), whose rows are owned by as many warps as there
+  // are slabs of 16 query rows; the rest idle through its step.
+  int64_t step_threads = 0;
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a

@@ -748,6 +748,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.matmul_path = generator.matmul_path();
   out.step_barriers = generator.step_barriers();
   out.mma_warps = generator.mma_warps();
+  out.step_threads = generator.step_threads();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.
   out.min_blocks = tiled_internal::BlocksPerSm(block.threads, out.shared_bytes, generator.registers());

@@ -28,6 +28,8 @@ struct TiledKernel {
   // Barriers a loop step takes, warps that issue its mma (KernelSource).
   int64_t step_barriers = 0;
   int64_t mma_warps = 0;
+  // Threads that share out a loop step's work (KernelSource).
+  int64_t step_threads = 0;
 };
 
 // Emits the kernel body.

@@ -95,6 +95,12 @@ class TiledGenerator {
   int64_t step_barriers() const { return step_barriers_; }
   // Warps that issue tensor-core products (the most of any product).
   int64_t mma_warps() const;
+  // Threads that share out a loop step's work: the warps that own the
+  // flash path's rows (the others wait at its barriers), else all.
+  int64_t step_threads() const {
+    if (flash_.pv < 0 || flash_.keys_split) return b_.threads;
+    return std::min<int64_t>(b_.threads / 32, matmuls_[flash_.scores].m16s) * 32;
+  }
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };

@@ -205,8 +205,13 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     // wave); a step of several barriers is a chain of phases per block,
     // overlapped with the memory traffic but not hidden by it.
     // A phase passes over the step's largest computed tile: its cost grows
-    // with the elements each thread takes past two.
-    const double per_phase = constants.phase_us * std::max(1.0, step_elements / b.threads / 2.0);
+    // with the elements each of the threads that work on it takes past
+    // two. (Counted over all threads, the flash path's 4-warp schedules
+    // cost twice their 8-warp forms a phase, and twice the blocks an SM
+    // holds made up for it exactly: qknorm_gqa_bs8's schedules all came
+    // to one estimate, 135 us, measured 64-135 us on an H100.)
+    const double step_threads = static_cast<double>(source->step_threads > 0 ? source->step_threads : b.threads);
+    const double per_phase = constants.phase_us * std::max(1.0, step_elements / step_threads / 2.0);
     const double phases_us =
         per_phase * static_cast<double>(std::max<int64_t>(0, source->step_barriers - 1)) * steps * waves;
     total += constants.launch_us + std::max({memory_us, compute_us, phases_us}) + constants.step_us * steps * waves +
