@@ -304,8 +304,12 @@ void TiledGenerator::PlanNeeded() {
       needed_[fused_from_[i]] = true;
       continue;
     }
-    // A ring fold computes its chain from the ring.
+    // A ring fold computes its chain from the ring, and its epilogue.
     if (op.kind == TileOp::Kind::kReduceSum && ring_chain_[op.args[0]] >= 0) continue;
+    if (epilogue_of_[i] >= 0) {
+      needed_[epilogue_of_[i]] = true;
+      continue;
+    }
     // A direct matmul reads B from registers or the ring (a step's product
     // reads a computed B from its tile; a column-scaled B, the ring and
     // the scale's tile), and A too where it can.
@@ -480,6 +484,20 @@ void TiledGenerator::OpenRowFold(int x, int axis, bool max, const std::string& k
                         "; ", fold, " }");
   }
   const bool warp = FoldsByWarp(x, axis);
+  if (const int64_t g = max || !keeps.empty() ? 0 : FoldOutputsPerWarp(x, axis); g > 0) {
+    // Lanes l and l + g, l + 2g, ... take every (32 / g)-th element of
+    // output o (neighbouring rows of the ring: different banks); warp w
+    // takes outputs g w to g w + g - 1, and its lanes add their parts.
+    const int64_t parts = 32 / g;
+    e_.Open(absl::StrCat("for (int ob = threadIdx.x / 32 * ", g, "; ob < ", rows, "; ob += ", b_.threads / parts,
+                         ")"));
+    e_.Linef("const int o = ob + threadIdx.x % ", g, ", part = threadIdx.x % 32 / ", g, ";");
+    e_.Line("float v = 0.0f;");
+    e_.Linef("if (o < ", rows, ") for (int j = part; j < ", length, "; j += ", parts, ") ", fold);
+    e_.Linef("for (int s = ", g, "; s < 32; s *= 2) v += __shfl_xor_sync(0xffffffffu, v, s);");
+    e_.Open(absl::StrCat("if (part == 0 && o < ", rows, ")"));
+    return;
+  }
   e_.Open(warp ? absl::StrCat("for (int o = threadIdx.x / 32; o < ", rows, "; o += ", b_.threads / 32, ")")
                : absl::StrCat("for (int o = threadIdx.x; o < ", rows, "; o += ", b_.threads, ")"));
   e_.Linef("float v = ", max ? "no_shift()" : "0.0f", ";");
@@ -503,16 +521,25 @@ void TiledGenerator::EmitReduce(int i) {
   if (register_sum_[i] >= 0) return EmitRegisterSum(i);
   const TileOp& op = b_.tile_ops[i];
   const int x = op.args[0];
-  // Summed into an accumulator (fused_into_), or into its own tile.
-  const int target = fused_into_[i] >= 0 ? fused_into_[i] : i;
-  const std::string what = target == i ? "" : absl::StrCat(", added to x", target);
-  // A warp per output writes it from lane 0, not from thread l.
-  const bool linear = !FoldsByWarp(x, op.axis);
+  // Summed into an accumulator (fused_into_), or into its own tile, or
+  // into its epilogue's last tile.
+  const int end = epilogue_end_[i];
+  const int target = fused_into_[i] >= 0 ? fused_into_[i] : end >= 0 ? end : i;
+  std::string what = fused_into_[i] >= 0 ? absl::StrCat(", added to x", target) : "";
+  for (size_t e = 0; e < b_.tile_ops.size(); ++e) {
+    if (epilogue_of_[e] == i) absl::StrAppend(&what, ", x", e, " = ", ugraph::TileOpText(b_.tile_ops[e]));
+  }
+  // A warp per output (or its lanes' parts) writes it from one lane, not
+  // from thread l.
+  const int64_t lanes = FoldOutputsPerWarp(x, op.axis);
+  const bool linear = !FoldsByWarp(x, op.axis) && lanes == 0;
   Read(x, false);
   Read(target, linear);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what, linear ? "" : ": a warp per output");
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what,
+           linear ? "" : lanes > 0 ? absl::StrCat(": ", 32 / lanes, " lanes per output") : ": a warp per output");
   OpenRowFold(x, op.axis, /*max=*/false);
-  e_.Linef(Buffer(target), "[o] ", target == i ? "=" : "+=", " ", Scaled(i, "v"), ";");
+  e_.Linef(Buffer(target), "[o] ", fused_into_[i] >= 0 ? "+=" : "=", " ",
+           end >= 0 ? EpilogueValue(end, i, "v") : Scaled(i, "v"), ";");
   CloseRowFold();
   Wrote(target, linear);
 }
@@ -530,6 +557,7 @@ void TiledGenerator::EmitAccumulate(int i) {
 }
 
 void TiledGenerator::EmitOp(int i) {
+  if (epilogue_of_[i] >= 0) return;  // the fold writes it
   switch (b_.tile_ops[i].kind) {
     case TileOp::Kind::kInput: return EmitDirect(i);
     case TileOp::Kind::kConstant: return;  // a literal where it is used

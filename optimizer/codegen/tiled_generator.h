@@ -518,6 +518,19 @@ class TiledGenerator {
   std::vector<int> register_sum_;  // by reduce op: its chain's ring input, or -1
   std::vector<int> register_root_;  // by reduce op: the chain each element runs (constant factors peeled off)
   std::vector<int> ring_chain_;  // by op: the ring input a ring fold's chain computes it from, or -1
+  // A ring fold's epilogue: the elementwise ops on its result alone (and
+  // constants), each the only reader of the one before (QK-norm's scale,
+  // epsilon and rsqrt of K's sum of squares), computed where the fold
+  // writes its result. By op: the fold whose epilogue computes it, or -1;
+  // by fold: the epilogue's last op, whose tile the fold writes, or -1.
+  std::vector<int> epilogue_of_, epilogue_end_;
+  // The epilogue's value at a fold result `v`, up to op `e`.
+  std::string EpilogueValue(int e, int fold, const std::string& v) const;
+  // Outputs per warp (g) of a fold that spreads each output's elements over
+  // 32 / g lanes of a warp, each taking every (32 / g)-th, and adds their
+  // parts by shuffles: a ring fold of few outputs (at most half as many as
+  // threads) along an axis of 16 or more; 0 otherwise (a thread an output).
+  int64_t FoldOutputsPerWarp(int x, int axis) const;
   std::vector<bool> needed_;
   bool step_wrote_ = false;      // a loop step wrote shared memory
   int64_t syncs_ = 0;            // barriers emitted so far

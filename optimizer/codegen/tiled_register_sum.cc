@@ -74,6 +74,8 @@ void TiledGenerator::PlanRegisterSums() {
 
 void TiledGenerator::PlanRingFolds() {
   ring_chain_.assign(b_.tile_ops.size(), -1);
+  epilogue_of_.assign(b_.tile_ops.size(), -1);
+  epilogue_end_.assign(b_.tile_ops.size(), -1);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kReduceSum || phase_[i] != Phase::kLoop || register_sum_[i] >= 0 ||
@@ -116,7 +118,53 @@ void TiledGenerator::PlanRingFolds() {
     if (shared) continue;
     for (int c : chain) ring_chain_[c] = source;
     inputs_[source].cross_read = true;  // a fold reads other threads' copies
+    // Its epilogue: while the result's only reader is elementwise on it
+    // and constants, of its shape.
+    int end = static_cast<int>(i);
+    for (;;) {
+      int reader = -1, readers = 0;
+      for (size_t r = 0; r < b_.tile_ops.size(); ++r) {
+        for (int a : b_.tile_ops[r].args) {
+          if (a == end) {
+            reader = static_cast<int>(r);
+            ++readers;
+          }
+        }
+      }
+      for (const ugraph::OutputSaver& o : b_.outputs) readers += o.value == end;
+      if (readers != 1 || !SameShape(reader, static_cast<int>(i)) || phase_[reader] != Phase::kLoop) break;
+      const TileOp& rop = b_.tile_ops[reader];
+      if (rop.kind != TileOp::Kind::kUnary && rop.kind != TileOp::Kind::kBinary) break;
+      bool constants = true;
+      for (int a : rop.args) constants &= a == end || b_.tile_ops[a].kind == TileOp::Kind::kConstant;
+      if (!constants) break;
+      epilogue_of_[reader] = static_cast<int>(i);
+      end = reader;
+    }
+    if (end != static_cast<int>(i)) epilogue_end_[i] = end;
   }
+}
+
+std::string TiledGenerator::EpilogueValue(int e, int fold, const std::string& v) const {
+  if (e == fold) return v;
+  const TileOp& op = b_.tile_ops[e];
+  std::string out = absl::StrCat(OpFunction(op.op), "(");
+  for (size_t k = 0; k < op.args.size(); ++k) {
+    const int a = op.args[k];
+    const TileOp& arg = b_.tile_ops[a];
+    absl::StrAppend(&out, k > 0 ? ", " : "",
+                    arg.kind == TileOp::Kind::kConstant ? Literal(arg.value, DType::kF32) : EpilogueValue(a, fold, v));
+  }
+  return out + ")";
+}
+
+int64_t TiledGenerator::FoldOutputsPerWarp(int x, int axis) const {
+  if (ring_chain_[x] < 0 || FoldsByWarp(x, axis)) return 0;
+  const std::vector<int64_t> sizes = Sizes(tiles_[x]);
+  const int64_t outputs = tiles_[x].elements() / sizes[axis];
+  int64_t parts = 1;
+  while (parts < 8 && outputs * parts * 2 <= b_.threads && sizes[axis] >= 8 * parts * 2) parts *= 2;
+  return parts > 1 ? 32 / parts : 0;
 }
 
 void TiledGenerator::EmitRegisterSum(int i) {

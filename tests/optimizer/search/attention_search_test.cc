@@ -153,10 +153,12 @@ TEST(AttentionSearch, QkNormIsFusedIntoTheKernel) {
 
 // K's normalization at each step reads K from the ring: no f32 tile of K,
 // of its squares or of the normalized K. The sum of squares folds the
-// ring's elements, and the scores' B fragments are K's (ldmatrix), each
-// times its key's rsqrt, rounded as the normalized tile would be. The step
-// takes three barriers (the ring's, the rsqrt's, the step's end), where
-// those tiles took six. f16 and bf16 both compile.
+// ring's elements, four lanes to a key (their parts added by shuffles),
+// which also scale it, add epsilon and take the rsqrt; the scores' B
+// fragments are K's (ldmatrix), each times its key's rsqrt, rounded as the
+// normalized tile would be. The step takes three barriers (the ring's, the
+// rsqrt's, the step's end), where those tiles took six. f16 and bf16 both
+// compile.
 TEST(AttentionSearch, QkNormReadsKFromTheRingScaledByItsRsqrt) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   for (const DType dtype : {DType::kF16, DType::kBF16}) {
@@ -172,7 +174,10 @@ TEST(AttentionSearch, QkNormReadsKFromTheRingScaledByItsRsqrt) {
     ASSERT_NE(step, std::string::npos) << source.source;
     // Q's tile is widened before the loop; nothing is in the loop.
     EXPECT_EQ(source.source.find("widen the loaded bits", step), std::string::npos) << source.source;
-    EXPECT_THAT(source.source.substr(step), ::testing::HasSubstr("{ const float e = bits_to_"));
+    const std::string loop = source.source.substr(step);
+    EXPECT_THAT(loop, ::testing::HasSubstr("{ const float e = bits_to_"));
+    EXPECT_THAT(loop, ::testing::HasSubstr("v += __shfl_xor_sync(0xffffffffu, v, s);"));
+    EXPECT_THAT(loop, ::testing::HasSubstr("] = op_rsqrt(op_add(op_mul(v, "));
     EXPECT_EQ(source.step_barriers, 3) << source.source;
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
   }
