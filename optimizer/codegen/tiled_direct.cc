@@ -112,10 +112,10 @@ std::optional<std::pair<int, int>> TiledGenerator::ScaledB(int i, const std::vec
       continue;
     }
     const InputPlan& in = inputs_[x];
+    const int last = static_cast<int>(in.task_sizes.size()) - 1;
     // X: B's shape, in the ring, vectors along n, in the product's dtype.
     if (!SameShape(x, bm) || !IsMatrix(x) || phase_[x] != Phase::kLoop || !in.ring || !in.staged ||
-        in.ring_of >= 0 || in.width == 1 || in.dtype != op.dtype || in.vector_axis != static_cast<int>(in.task_sizes.size()) - 1 ||
-        in.order.back() != in.vector_axis) {
+        in.ring_of >= 0 || in.width == 1 || in.dtype != op.dtype || in.vector_axis != last || in.order.back() != last) {
       continue;
     }
     // s: one row of B's columns.

@@ -479,9 +479,8 @@ void TiledGenerator::OpenRowFold(int x, int axis, bool max, const std::string& k
                                   max ? absl::StrCat("v = fmaxf(v, ", element, ");")
                                       : absl::StrCat("v += ", element, ";"));
   if (ring >= 0) {
-    fold = absl::StrCat("{ const float e = ",
-                        RingElement(ring, "stage", FoldCoord(x, axis, in.size() - 2), FoldCoord(x, axis, in.size() - 1)),
-                        "; ", fold, " }");
+    const std::string row = FoldCoord(x, axis, in.size() - 2), col = FoldCoord(x, axis, in.size() - 1);
+    fold = absl::StrCat("{ const float e = ", RingElement(ring, "stage", row, col), "; ", fold, " }");
   }
   const bool warp = FoldsByWarp(x, axis);
   if (const int64_t g = max || !keeps.empty() ? 0 : FoldOutputsPerWarp(x, axis); g > 0) {
