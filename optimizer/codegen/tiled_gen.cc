@@ -147,7 +147,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
     }
   }
   PlanRegisterSums();
-  PlanRingFolds();
+  PlanRingFolds(uses);
   matmuls_.assign(n, MatmulPlan{});
   PlanDirect(uses);
   PlanStepMma(uses);
@@ -538,7 +538,7 @@ void TiledGenerator::EmitReduce(int i) {
            linear ? "" : lanes > 0 ? absl::StrCat(": ", 32 / lanes, " lanes per output") : ": a warp per output");
   OpenRowFold(x, op.axis, /*max=*/false);
   e_.Linef(Buffer(target), "[o] ", fused_into_[i] >= 0 ? "+=" : "=", " ",
-           end >= 0 ? EpilogueValue(end, i, "v") : Scaled(i, "v"), ";");
+           end >= 0 ? ChainValue(end, "v", i) : Scaled(i, "v"), ";");
   CloseRowFold();
   Wrote(target, linear);
 }

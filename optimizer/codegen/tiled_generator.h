@@ -463,8 +463,9 @@ class TiledGenerator {
   void PlanRegisterSums();
   // The ring input chain x reads, or -1 where x is no such chain.
   int ChainSource(int x) const;
-  // The chain x's value at one element whose ring value is `value`.
-  std::string ChainValue(int x, const std::string& value) const;
+  // The chain x's value at one element whose ring value is `value`; with
+  // `leaf`, the chain down to op `leaf` (a fold's epilogue, on its result).
+  std::string ChainValue(int x, const std::string& value, int leaf = -1) const;
   void EmitRegisterSum(int i);
   void EmitRegisterSumFlush();
   // Sums of one loop step (not added into an accumulator) whose operand is
@@ -472,7 +473,7 @@ class TiledGenerator {
   // the ring's elements and runs the chain on them (QK-norm's sum of K's
   // squares along its head dim), so neither the chain nor the ring tile
   // needs a tile of its own, nor the step a pass and a barrier for them.
-  void PlanRingFolds();
+  void PlanRingFolds(const std::vector<int>& uses);
   // x = c * y or y * c, c a constant, y of x's shape: y and c.
   std::optional<std::pair<int, double>> ConstantFactor(int x) const;
   // x = c * sum or sum * c, c a constant: the sum and c.
@@ -524,8 +525,6 @@ class TiledGenerator {
   // writes its result. By op: the fold whose epilogue computes it, or -1;
   // by fold: the epilogue's last op, whose tile the fold writes, or -1.
   std::vector<int> epilogue_of_, epilogue_end_;
-  // The epilogue's value at a fold result `v`, up to op `e`.
-  std::string EpilogueValue(int e, int fold, const std::string& v) const;
   // Outputs per warp (g) of a fold that spreads each output's elements over
   // 32 / g lanes of a warp, each taking every (32 / g)-th, and adds their
   // parts by shuffles: a ring fold of few outputs (at most half as many as

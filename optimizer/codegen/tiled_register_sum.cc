@@ -35,12 +35,12 @@ int TiledGenerator::ChainSource(int x) const {
   }
 }
 
-std::string TiledGenerator::ChainValue(int x, const std::string& value) const {
+std::string TiledGenerator::ChainValue(int x, const std::string& value, int leaf) const {
   const TileOp& op = b_.tile_ops[x];
-  if (op.kind == TileOp::Kind::kInput) return value;
+  if (x == leaf || op.kind == TileOp::Kind::kInput) return value;
   if (op.kind == TileOp::Kind::kConstant) return Literal(op.value, DType::kF32);
-  std::string out = absl::StrCat(OpFunction(op.op), "(", ChainValue(op.args[0], value));
-  if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&out, ", ", ChainValue(op.args[1], value));
+  std::string out = absl::StrCat(OpFunction(op.op), "(", ChainValue(op.args[0], value, leaf));
+  if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&out, ", ", ChainValue(op.args[1], value, leaf));
   return out + ")";
 }
 
@@ -72,7 +72,7 @@ void TiledGenerator::PlanRegisterSums() {
   }
 }
 
-void TiledGenerator::PlanRingFolds() {
+void TiledGenerator::PlanRingFolds(const std::vector<int>& uses) {
   ring_chain_.assign(b_.tile_ops.size(), -1);
   epilogue_of_.assign(b_.tile_ops.size(), -1);
   epilogue_end_.assign(b_.tile_ops.size(), -1);
@@ -121,18 +121,12 @@ void TiledGenerator::PlanRingFolds() {
     // Its epilogue: while the result's only reader is elementwise on it
     // and constants, of its shape.
     int end = static_cast<int>(i);
-    for (;;) {
-      int reader = -1, readers = 0;
+    while (uses[end] == 1) {
+      int reader = -1;  // (none: the one use is an output)
       for (size_t r = 0; r < b_.tile_ops.size(); ++r) {
-        for (int a : b_.tile_ops[r].args) {
-          if (a == end) {
-            reader = static_cast<int>(r);
-            ++readers;
-          }
-        }
+        for (int a : b_.tile_ops[r].args) reader = a == end ? static_cast<int>(r) : reader;
       }
-      for (const ugraph::OutputSaver& o : b_.outputs) readers += o.value == end;
-      if (readers != 1 || !SameShape(reader, static_cast<int>(i)) || phase_[reader] != Phase::kLoop) break;
+      if (reader < 0 || !SameShape(reader, static_cast<int>(i)) || phase_[reader] != Phase::kLoop) break;
       const TileOp& rop = b_.tile_ops[reader];
       if (rop.kind != TileOp::Kind::kUnary && rop.kind != TileOp::Kind::kBinary) break;
       bool constants = true;
@@ -143,19 +137,6 @@ void TiledGenerator::PlanRingFolds() {
     }
     if (end != static_cast<int>(i)) epilogue_end_[i] = end;
   }
-}
-
-std::string TiledGenerator::EpilogueValue(int e, int fold, const std::string& v) const {
-  if (e == fold) return v;
-  const TileOp& op = b_.tile_ops[e];
-  std::string out = absl::StrCat(OpFunction(op.op), "(");
-  for (size_t k = 0; k < op.args.size(); ++k) {
-    const int a = op.args[k];
-    const TileOp& arg = b_.tile_ops[a];
-    absl::StrAppend(&out, k > 0 ? ", " : "",
-                    arg.kind == TileOp::Kind::kConstant ? Literal(arg.value, DType::kF32) : EpilogueValue(a, fold, v));
-  }
-  return out + ")";
 }
 
 int64_t TiledGenerator::FoldOutputsPerWarp(int x, int axis) const {

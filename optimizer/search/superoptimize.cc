@@ -210,8 +210,8 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     // cost twice their 8-warp forms a phase, and twice the blocks an SM
     // holds made up for it exactly: qknorm_gqa_bs8's schedules all came
     // to one estimate, 135 us, measured 64-135 us on an H100.)
-    const double step_threads = static_cast<double>(source->step_threads > 0 ? source->step_threads : b.threads);
-    const double per_phase = constants.phase_us * std::max(1.0, step_elements / step_threads / 2.0);
+    const double per_phase =
+        constants.phase_us * std::max(1.0, step_elements / static_cast<double>(source->step_threads) / 2.0);
     const double phases_us =
         per_phase * static_cast<double>(std::max<int64_t>(0, source->step_barriers - 1)) * steps * waves;
     total += constants.launch_us + std::max({memory_us, compute_us, phases_us}) + constants.step_us * steps * waves +
