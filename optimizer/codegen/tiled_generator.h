@@ -358,10 +358,14 @@ class TiledGenerator {
   // (EmitRegisterRescale), before the step adds to them.
   void PlanDirect(const std::vector<int>& uses);
   // The scratch the flushes after the loop share (direct_scratch_): the
-  // most any direct matmul or register sum takes (not the flash path's).
+  // most any direct matmul or register sum takes (not the flash path's),
+  // or a split loop's combine, after them, for its factors.
   void PlanFlushScratch();
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
+  // The lanes of a warp that hold the same columns of a direct matmul whose
+  // B rows take `vectors` loads (thread t loads vector t % vectors).
+  static int64_t SharingLanes(int64_t vectors);
   // The tensor-core form (MatmulPlan::mma): true where it applies;
   // `step`: a product of one step into its own tile (PlanStepMma).
   bool PlanMma(int i, bool step);
@@ -503,12 +507,23 @@ class TiledGenerator {
   // follows the one masked running max; else empty.
   std::string CausalStepEnd() const;
   // A split loop's running maxes: out to the workspace after the
-  // accumulators, or (combine) the max over the blocks into shift<i>,
+  // accumulators, or (combine) the max over the blocks into shift<i>, each
+  // block's factor to it (SplitFactors) and the row sums (SplitRowSum),
   // then a barrier.
   void EmitSplitShifts(const std::string& split, int64_t floats, bool combine);
+  // The accumulators, in the workspace's order, and each one's offset in a
+  // block's partials (floats).
+  std::vector<std::pair<int, int64_t>> SplitAccumulators() const;
+  // Whether accumulator `acc` follows a running max and holds one value per
+  // row of it, element l row l: the combine adds it in the pass that takes
+  // the factors.
+  bool SplitRowSum(int acc) const;
+  // Where the combine keeps running max s's factors, [block][row], in the
+  // flush scratch (PlanFlushScratch sizes it).
+  std::string SplitFactors(int s) const;
   // What block q's partial sum of accumulator `acc` (a rescaled one) at
   // `coords` is multiplied by in the combine.
-  std::string SplitFactor(int acc, int64_t floats, const std::vector<std::string>& coords) const;
+  std::string SplitFactor(int acc, const std::vector<std::string>& coords) const;
   // Whether accumulator `acc`'s elements go in runs of four along its
   // innermost axis that share one row of its rescale (or it has none).
   bool FourShareARow(int acc) const;

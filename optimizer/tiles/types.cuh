@@ -186,6 +186,23 @@ __device__ __forceinline__ void copy_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
+// A split loop's count at a grid point (the caller's barrier first orders
+// its block's partial sums): adds 1 and returns the count before it. The
+// release makes the block's partials visible to whoever counts after it;
+// the acquire makes every earlier block's visible to this one (its barrier
+// after, to the rest of its threads). One atomic, no fence on either side.
+__device__ __forceinline__ unsigned split_arrive(unsigned* counter) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  unsigned before;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter) : "memory");
+  return before;
+#else
+  __threadfence();
+  const unsigned before = atomicAdd(counter, 1u);
+  __threadfence();
+  return before;
+#endif
+}
 // Element j of a vector (j and element_bytes constant once unrolled).
 __device__ __forceinline__ unsigned vector_bits(const uint4& v, int j, int element_bytes) {
   const unsigned w[4] = {v.x, v.y, v.z, v.w};

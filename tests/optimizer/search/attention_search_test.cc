@@ -349,11 +349,13 @@ codegen::KernelSource KernelWithSchedule(const FusedCase& c, Candidate found,
 }
 
 // A split loop's last block reads the blocks' partial sums with all their
-// loads in flight at once (the loop over blocks unrolled), 16 bytes at a
+// loads in flight at once (the loops over blocks unrolled), 16 bytes at a
 // time where four neighbours share a row's rescale (O's rows at head dim
-// 64), one by one where they do not (O's rows at head dim 17, and the row
-// sums, whose neighbours are other rows); a barrier parts the four-wide
-// writes from the linear reads after them. Both compile.
+// 64), one by one where they do not (O's rows at head dim 17). Each
+// block's factor is taken once per row, with the row sums, in the pass
+// that takes the blocks' maxes; O's pass reads the factors from shared
+// memory. A barrier parts the four-wide writes from the linear reads after
+// them. Both compile.
 TEST(AttentionSearch, TheSplitCombineLoadsEveryBlocksPartialsAtOnce) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   for (const int64_t d : {64, 17}) {
@@ -371,7 +373,12 @@ TEST(AttentionSearch, TheSplitCombineLoadsEveryBlocksPartialsAtOnce) {
     ASSERT_NE(combine, std::string::npos) << source.source;
     const std::string last = source.source.substr(combine);
     EXPECT_EQ(last.find("__ldcg(reinterpret_cast<const float4*>(partials") != std::string::npos, d == 64) << last;
-    EXPECT_THAT(last, ::testing::HasSubstr("sum += __ldcg(partials + q * "));
+    // One exponential per block and row: the row sums added beside it.
+    const size_t factor = last.find("split_factor(maxes[q], m)");
+    ASSERT_NE(factor, std::string::npos) << last;
+    EXPECT_EQ(factor, last.rfind("split_factor(")) << last;
+    EXPECT_NE(last.find(" += __ldcg(partials + q * ", factor), std::string::npos) << last;
+    EXPECT_THAT(last, ::testing::ContainsRegex("const float f[0-9]+ = \\(scratch \\+ [0-9]+\\)\\[q \\* "));
     const size_t loop = last.find("for (int q = 0; q < 8; ++q) {");
     ASSERT_NE(loop, std::string::npos) << last;
     EXPECT_NE(last.rfind("#pragma unroll", loop), std::string::npos);
