@@ -9,7 +9,7 @@
 // row, not per element) and the sums with one value per row (the softmax's
 // row sums); then the larger accumulators, 16 bytes a load. On an H100
 // (gqa_bs1, 16 blocks a point) the factors once per row and the row sums in
-// that pass took the tail from 7.8 to 6.4 us, and counting in by one
+// that pass took the tail from 7.8 to 6.3 us, and counting in by one
 // acquire-release atomic, not a fence on each side of it, 0.4 us more.
 #include <string>
 #include <utility>
