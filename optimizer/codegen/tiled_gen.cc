@@ -156,6 +156,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   PlanFlushScratch();
   PlanNeeded();
   DropFlashTiles();
+  PlanStoredOps(uses);
   // A buffer per tile but constants (literals), products and sums added
   // straight into their accumulator, tiles read only from registers or the
   // ring, and ops nothing needs; each 16-byte aligned for vector reads.
@@ -169,7 +170,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   std::vector<int> in_ring_space, after_in_ring_space;
   for (size_t i = 0; i < n; ++i) {
     const bool input = b_.tile_ops[i].kind == TileOp::Kind::kInput;
-    const bool untiled = input ? inputs_[i].direct || !inputs_[i].tile : !needed_[i];
+    const bool untiled = input ? inputs_[i].direct || !inputs_[i].tile : !needed_[i] || computed_by_store_[i];
     if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || untiled) continue;
     if (stages_ > 0 && before_only[i]) {
       in_ring_space.push_back(static_cast<int>(i));
@@ -404,24 +405,34 @@ std::string TiledGenerator::InRange(const TileInfo& t, const std::vector<std::st
   return out;
 }
 
-void TiledGenerator::EmitElementwise(int i) {
-  const TileOp& op = b_.tile_ops[i];
-  const TileInfo& t = tiles_[i];
+bool TiledGenerator::ReadOperands(int i) {
   bool broadcast = false;
-  for (int a : op.args) {
+  for (int a : b_.tile_ops[i].args) {
+    if (b_.tile_ops[a].kind == TileOp::Kind::kConstant) continue;
     const bool same = SameShape(a, i);
-    if (b_.tile_ops[a].kind != TileOp::Kind::kConstant) Read(a, same);
-    broadcast = broadcast || (!same && b_.tile_ops[a].kind != TileOp::Kind::kConstant);
+    Read(a, same);
+    broadcast = broadcast || !same;
   }
+  return broadcast;
+}
+
+std::string TiledGenerator::ElementwiseValue(int i, const std::vector<std::string>& coords) {
+  const TileOp& op = b_.tile_ops[i];
+  std::string value = absl::StrCat(OpFunction(op.op), "(", Operand(op.args[0], tiles_[i], coords));
+  if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&value, ", ", Operand(op.args[1], tiles_[i], coords));
+  return value + ")";
+}
+
+void TiledGenerator::EmitElementwise(int i) {
+  const TileInfo& t = tiles_[i];
+  const bool broadcast = ReadOperands(i);
   Read(i, true);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op));
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]));
   const std::vector<int64_t> sizes = Sizes(t);
   OpenLinear(t.elements());
   const std::vector<std::string> coords =
       broadcast ? Unravel(sizes, RowMajorOrder(sizes.size()), "l") : std::vector<std::string>(sizes.size(), "0");
-  std::string value = absl::StrCat(OpFunction(op.op), "(", Operand(op.args[0], t, coords));
-  if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&value, ", ", Operand(op.args[1], t, coords));
-  e_.Linef(Buffer(i), "[l] = ", value, ");");
+  e_.Linef(Buffer(i), "[l] = ", ElementwiseValue(i, coords), ";");
   e_.Close();
   Wrote(i, true);
 }
@@ -557,6 +568,7 @@ void TiledGenerator::EmitAccumulate(int i) {
 
 void TiledGenerator::EmitOp(int i) {
   if (epilogue_of_[i] >= 0) return;  // the fold writes it
+  if (computed_by_store_[i]) return;  // EmitStores
   switch (b_.tile_ops[i].kind) {
     case TileOp::Kind::kInput: return EmitDirect(i);
     case TileOp::Kind::kConstant: return;  // a literal where it is used
@@ -593,23 +605,45 @@ void TiledGenerator::EmitPhase(Phase phase) {
   }
 }
 
+void TiledGenerator::PlanStoredOps(const std::vector<int>& uses) {
+  computed_by_store_.assign(b_.tile_ops.size(), false);
+  const bool loop = b_.forloop.extent.rank() > 0;
+  for (const ugraph::OutputSaver& o : b_.outputs) {
+    const int v = o.value;
+    const TileOp& op = b_.tile_ops[v];
+    const bool elementwise = op.kind == TileOp::Kind::kUnary || op.kind == TileOp::Kind::kBinary;
+    // After the loop nothing writes its operands' tiles again (tiles before
+    // it may lie in the ring's space).
+    const bool last_phase = loop ? phase_[v] == Phase::kAfter : true;
+    computed_by_store_[v] = elementwise && uses[v] == 1 && epilogue_of_[v] < 0 && needed_[v] && last_phase;
+  }
+}
+
 void TiledGenerator::EmitStores() {
   for (const ugraph::OutputSaver& o : b_.outputs) {
     const TileInfo& t = tiles_[o.value];
+    const TileOp& op = b_.tile_ops[o.value];
     const ugraph::DTensor& tensor = e_.graph().tensors[o.tensor];
-    const bool constant = b_.tile_ops[o.value].kind == TileOp::Kind::kConstant;
-    if (!constant) Read(o.value, true);
-    e_.Linef("// t", o.tensor, " <- x", o.value);
+    const bool constant = op.kind == TileOp::Kind::kConstant, computed = computed_by_store_[o.value];
+    if (computed) {
+      ReadOperands(o.value);
+      e_.Linef("// t", o.tensor, " <- x", o.value, " = ", ugraph::TileOpText(op), ", computed as it is stored");
+    } else {
+      if (!constant) Read(o.value, true);
+      e_.Linef("// t", o.tensor, " <- x", o.value);
+    }
     const std::vector<int64_t> sizes = Sizes(t);
     OpenLinear(t.elements());
     const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
     std::vector<std::string> at(sizes.size());
     for (size_t d = 0; d < sizes.size(); ++d) at[d] = Global(t.axes[d], coords[d]);
     const std::string in_range = InRange(t, coords);
+    const std::string value = computed   ? ElementwiseValue(o.value, coords)
+                              : constant ? Literal(op.value, DType::kF32)
+                                         : Buffer(o.value) + "[l]";
     e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "store_",
              DTypeSuffix(tensor.dtype), "(p.t[", e_.Slot(o.tensor), "], ", e_.TensorOffset(o.tensor, at),
-             ", ", constant ? Literal(b_.tile_ops[o.value].value, DType::kF32) : Buffer(o.value) + "[l]",
-             ");");
+             ", ", value, ");");
     e_.Close();
   }
 }

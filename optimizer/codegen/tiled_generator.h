@@ -546,6 +546,16 @@ class TiledGenerator {
   // threads) along an axis of 16 or more; 0 otherwise (a thread an output).
   int64_t FoldOutputsPerWarp(int x, int axis) const;
   std::vector<bool> needed_;
+  // By op: an elementwise op after the loop (or in a kernel without one)
+  // that only an output reads, computed in the output's store pass: no
+  // tile, no pass of its own (PlanStoredOps).
+  std::vector<bool> computed_by_store_;
+  void PlanStoredOps(const std::vector<int>& uses);
+  // An elementwise op's operands read (barrier where needed); whether one
+  // is broadcast (not the op's shape).
+  bool ReadOperands(int i);
+  // Element `coords` (linear index l) of elementwise op i.
+  std::string ElementwiseValue(int i, const std::vector<std::string>& coords);
   bool step_wrote_ = false;      // a loop step wrote shared memory
   int64_t syncs_ = 0;            // barriers emitted so far
   int64_t step_barriers_ = 0;    // of them, in a loop step

@@ -223,6 +223,26 @@ TEST(TiledCodegen, SplitLoopsCompile) {
   }
 }
 
+// The op after the loop that only the output reads (RMSNorm's rows times
+// their rsqrt) is computed in the store's pass: no tile and no pass of its
+// own.
+TEST(TiledCodegen, TheLastElementwiseOpIsComputedAsItIsStored) {
+  for (const int64_t split : {1, 4}) {
+    absl::StatusOr<codegen::KernelSource> source =
+        Generate(RmsNormLinear(DType::kF16, 3, 4096, 4096, {.m = 2, .k = 64, .n = 64, .split = split}));
+    ASSERT_TRUE(source.ok()) << source.status();
+    const std::string& code = source->source;
+    const size_t store = code.find("computed as it is stored");
+    ASSERT_NE(store, std::string::npos) << code;
+    // "// t2 <- x12 = binary mul x3 x11, computed ...": x12 has no tile.
+    const size_t name = code.rfind("<- x", store) + 3, end = code.find(' ', name);
+    const std::string op = code.substr(name, end - name);
+    EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const " + op + " ="))) << op;
+    EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr(op + "[l] ="))) << op;
+    EXPECT_THAT(code.substr(store), ::testing::ContainsRegex("store_f16\\(p\\.t\\[2\\], [^;]*op_mul\\("));
+  }
+}
+
 TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
   const KernelGraph graph = RmsNormLinear(DType::kF16, 1, 4096, 4096, {.m = 2, .k = 64, .n = 64, .split = 4});
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
