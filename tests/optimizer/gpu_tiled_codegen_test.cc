@@ -1,0 +1,402 @@
+// The code generator's kernels for the hand-made uGraphs of tiled_graphs.h,
+// run on a GPU against a plain CPU loop (GpuTiledCodegen; skipped without
+// one), and their bandwidth at decode shapes reported.
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "jit/cuda_context.h"
+#include "absl/strings/str_cat.h"
+#include "jit/cuda_status.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
+#include "optimizer/ugraph_validate.h"
+#include "tensor/convert.h"
+#include "tests/optimizer/tiled_graphs.h"
+#include "tests/test_util.h"
+
+namespace kiln {
+namespace {
+
+using ugraph::KernelGraph;
+using ugraph::TensorRole;
+using testing::GatedMlp;
+using testing::Lora;
+using testing::Mean;
+using testing::RmsNormLinear;
+using testing::SymbolicDimsRefused;
+using testing::Tiles;
+
+// Values rounded to `dtype`, uniform in [-scale, scale).
+std::vector<float> RandomValues(DType dtype, int64_t count, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(count);
+  for (float& x : v) x = testing::RoundTo(dtype, dist(rng));
+  return v;
+}
+
+// Row-major [rows, inner] x [inner, cols] in double, operands rounded to
+// `dtype` (as the kernel's matmul does).
+std::vector<double> MatmulRef(DType dtype, const std::vector<float>& a, const std::vector<float>& b,
+                              int64_t rows, int64_t inner, int64_t cols) {
+  std::vector<double> out(rows * cols, 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t x = 0; x < inner; ++x) {
+      const double av = testing::RoundTo(dtype, a[i * inner + x]);
+      for (int64_t j = 0; j < cols; ++j) out[i * cols + j] += av * testing::RoundTo(dtype, b[x * cols + j]);
+    }
+  }
+  return out;
+}
+
+std::vector<float> Stored(DType dtype, const std::vector<double>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = testing::RoundTo(dtype, static_cast<float>(v[i]));
+  return out;
+}
+
+class GpuTiledCodegen : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<jit::CudaContext>> context = jit::CudaContext::Create(0);
+    if (!context.ok()) GTEST_SKIP() << "no CUDA device: " << context.status();
+    context_ = *std::move(context);
+    absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+    if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+    nvrtc_ = *nvrtc;
+  }
+
+  // A compiled kernel, its buffers and its launch, ready to go.
+  struct Prepared {
+    std::unique_ptr<jit::CudaModule> module;
+    jit::CudaFunction* function = nullptr;
+    std::vector<std::shared_ptr<Storage>> buffers;
+    std::vector<int64_t> counts;
+    std::vector<uint64_t> params;  // { char* t[]; long long s[]; int* err; char* ws; unsigned* counters; }
+    std::shared_ptr<Storage> workspace, counters;
+    jit::LaunchConfig config;
+  };
+
+  // Compiles the graph's kernel and uploads `inputs` (f32 values by tensor
+  // id, converted to each tensor's dtype). Outputs start as 0xff bytes
+  // (NaN), so an element the kernel skips shows.
+  absl::StatusOr<Prepared> Prepare(const KernelGraph& graph, const std::map<int, std::vector<float>>& inputs,
+                                   const Bindings& bindings) {
+    if (absl::Status s = ugraph::Validate(graph); !s.ok()) return s;
+    KILN_JIT_ASSIGN_OR_RETURN(codegen::KernelSource source, codegen::GenerateKernel(graph, 0));
+    jit::CompileOptions options;
+    options.arch = context_->info().arch();
+    KILN_JIT_ASSIGN_OR_RETURN(std::string cubin,
+                              jit::CompileToCubin(*nvrtc_, codegen::AssembleSource(source.source), options));
+    Prepared p;
+    KILN_JIT_ASSIGN_OR_RETURN(p.module, context_->LoadModule(cubin));
+    KILN_JIT_ASSIGN_OR_RETURN(p.function, p.module->GetFunction(codegen::kKernelName));
+    p.buffers.resize(graph.tensors.size());
+    p.counts.resize(graph.tensors.size());
+    for (const ugraph::DTensor& t : graph.tensors) {
+      KILN_JIT_ASSIGN_OR_RETURN(Extents sizes, t.shape.Evaluate(bindings));
+      p.counts[t.id] = NumElements(sizes);
+      const size_t bytes = std::max<size_t>(1, p.counts[t.id] * DTypeSize(t.dtype));
+      KILN_JIT_ASSIGN_OR_RETURN(p.buffers[t.id], context_->Allocate(bytes));
+      const jit::CUdeviceptr ptr = jit::DevicePointer(*p.buffers[t.id]);
+      if (t.role != TensorRole::kInput) {
+        KILN_JIT_RETURN_IF_ERROR(context_->Memset(ptr, 0xff, bytes));
+        continue;
+      }
+      const std::vector<float>& values = inputs.at(t.id);
+      if (static_cast<int64_t>(values.size()) != p.counts[t.id]) {
+        return absl::InvalidArgumentError(absl::StrCat("input t", t.id, " has the wrong size"));
+      }
+      std::vector<char> stored(bytes);
+      ConvertElements(DType::kF32, values.data(), t.dtype, stored.data(), p.counts[t.id]);
+      KILN_JIT_RETURN_IF_ERROR(context_->CopyHostToDevice(ptr, stored.data(), bytes));
+    }
+    for (int t : source.slots) p.params.push_back(jit::DevicePointer(*p.buffers[t]));
+    for (const SymbolInfo* symbol : source.symbols) {
+      p.params.push_back(static_cast<uint64_t>(bindings.Find(symbol).value_or(0)));
+    }
+    if (source.symbols.empty()) p.params.push_back(0);
+    p.params.push_back(0);  // no error word: these kernels report nothing
+    p.config.block.x = static_cast<unsigned>(source.threads);
+    p.config.dynamic_shared_bytes = static_cast<unsigned>(source.dynamic_shared_bytes);
+    const ugraph::BlockGraph& block = graph.kernels[0].block;
+    unsigned* grid[3] = {&p.config.grid.x, &p.config.grid.y, &p.config.grid.z};
+    int64_t points = 1;
+    for (int g = 0; g < 3; ++g) {
+      const ugraph::LaunchDim& d = block.grid[g];
+      KILN_JIT_ASSIGN_OR_RETURN(Extents extent, d.extent.Evaluate(bindings));
+      *grid[g] = static_cast<unsigned>((NumElements(extent) + d.tile - 1) / d.tile);
+      points *= *grid[g];
+    }
+    // A split loop: its blocks along the split axis, counters (zero) and
+    // partial sums in the workspace.
+    uint64_t workspace = 0, counters = 0;
+    if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
+      *grid[split] = static_cast<unsigned>(block.loop_split);
+      KILN_JIT_ASSIGN_OR_RETURN(p.workspace, context_->Allocate(points * source.workspace_bytes_per_point));
+      KILN_JIT_ASSIGN_OR_RETURN(p.counters, context_->Allocate(points * 4));
+      workspace = jit::DevicePointer(*p.workspace);
+      counters = jit::DevicePointer(*p.counters);
+      // Partial sums that look like counts must not matter.
+      KILN_JIT_RETURN_IF_ERROR(context_->Memset(workspace, 0x01, points * source.workspace_bytes_per_point));
+      KILN_JIT_RETURN_IF_ERROR(context_->Memset(counters, 0, points * 4));
+    }
+    p.params.push_back(workspace);
+    p.params.push_back(counters);
+    return p;
+  }
+
+  absl::Status Launch(Prepared& p) {
+    void* args[] = {p.params.data()};
+    return context_->Launch(*p.function, p.config, args);
+  }
+
+  // Runs the kernel twice, the output poisoned again in between (a split
+  // loop must leave its counters ready for the next launch), and returns
+  // tensor `output` as f32.
+  absl::StatusOr<std::vector<float>> Run(const KernelGraph& graph,
+                                         const std::map<int, std::vector<float>>& inputs, int output,
+                                         const Bindings& bindings = {}) {
+    KILN_JIT_ASSIGN_OR_RETURN(Prepared p, Prepare(graph, inputs, bindings));
+    KILN_JIT_RETURN_IF_ERROR(Launch(p));
+    KILN_JIT_RETURN_IF_ERROR(context_->Memset(jit::DevicePointer(*p.buffers[output]), 0xff,
+                                              std::max<size_t>(1, p.counts[output] *
+                                                                      DTypeSize(graph.tensors[output].dtype))));
+    KILN_JIT_RETURN_IF_ERROR(Launch(p));
+    KILN_JIT_RETURN_IF_ERROR(context_->Synchronize());
+    const DType dtype = graph.tensors[output].dtype;
+    std::vector<char> stored(p.counts[output] * DTypeSize(dtype));
+    KILN_JIT_RETURN_IF_ERROR(
+        context_->CopyDeviceToHost(stored.data(), jit::DevicePointer(*p.buffers[output]), stored.size()));
+    std::vector<float> out(p.counts[output]);
+    ConvertElements(dtype, stored.data(), DType::kF32, out.data(), p.counts[output]);
+    return out;
+  }
+
+  // Mean microseconds per launch over `runs` launches after a warm-up.
+  absl::StatusOr<double> Time(Prepared& p, int runs) {
+    for (int i = 0; i < 3; ++i) KILN_JIT_RETURN_IF_ERROR(Launch(p));
+    KILN_JIT_ASSIGN_OR_RETURN(jit::CudaEvent start, context_->CreateEvent());
+    KILN_JIT_ASSIGN_OR_RETURN(jit::CudaEvent end, context_->CreateEvent());
+    KILN_JIT_RETURN_IF_ERROR(start.Record());
+    for (int i = 0; i < runs; ++i) KILN_JIT_RETURN_IF_ERROR(Launch(p));
+    KILN_JIT_RETURN_IF_ERROR(end.Record());
+    KILN_JIT_RETURN_IF_ERROR(end.Synchronize());
+    KILN_JIT_ASSIGN_OR_RETURN(float ms, jit::CudaEvent::ElapsedMilliseconds(start, end));
+    return 1e3 * ms / runs;
+  }
+
+  // Prints the kernel's time and bandwidth (weights counted `weights` times).
+  void ReportBandwidth(const std::string& name, const KernelGraph& graph, int64_t m, int64_t k, int64_t n,
+                       int64_t weights);
+
+  std::unique_ptr<jit::CudaContext> context_;
+  const jit::NvrtcApi* nvrtc_ = nullptr;
+};
+
+// Tolerances for results stored as `dtype`.
+double Tolerance(DType dtype) { return dtype == DType::kF32 ? 1e-4 : 1e-2; }
+
+struct Shape3 {
+  int64_t m, k, n;
+};
+
+constexpr Shape3 kShapes[] = {{1, 127, 127}, {3, 4097, 127}, {17, 4097, 256}, {17, 64, 64}, {16, 128, 4096}};
+
+// Weights [K, N] as stored [N, K].
+std::vector<float> Transposed(const std::vector<float>& w, int64_t k, int64_t n) {
+  std::vector<float> t(w.size());
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < n; ++j) t[j * k + i] = w[i * n + j];
+  }
+  return t;
+}
+
+TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
+  struct Variant {
+    Tiles tiles;
+    bool transposed;
+    double shift = 0;
+    Mean mean = Mean::kOnTotal;
+  };
+  // Tiles of the search's usual sizes, odd sizes (no 16-byte loads, A rows
+  // not 16-byte aligned), and weights stored [N, K].
+  // Split loops: 4 blocks per grid point, and 3 blocks of odd loop tiles
+  // (some of them with no step at the smallest K). A sum of (x + 1)^2,
+  // kept in registers, must skip the zeros past K's end. The 1/K of the
+  // mean on each step's sum and on each square, whole and split.
+  const Variant variants[] = {{{}, false},
+                              {{.m = 5, .k = 30, .n = 24}, false},
+                              {{}, true},
+                              {{.split = 4}, false},
+                              {{.m = 5, .k = 30, .n = 24, .split = 3}, true},
+                              {{.split = 3}, false, 1.0},
+                              {{}, false, 0, Mean::kOnStepSum},
+                              {{.m = 5, .k = 30, .n = 24, .split = 3}, false, 1.0, Mean::kOnStepSum},
+                              {{.split = 3}, false, 0, Mean::kOnSquares}};
+  for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
+    for (const Shape3& s : kShapes) {
+      for (const Variant& v : variants) {
+        SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n, " tiles ", v.tiles.m, "x",
+                                  v.tiles.k, "x", v.tiles.n, " split ", v.tiles.split,
+                                  v.transposed ? " transposed" : "", " mean ", static_cast<int>(v.mean)));
+        const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 1);
+        const std::vector<float> w = RandomValues(dtype, s.k * s.n, 1.0f / std::sqrt(float(s.k)), 2);
+        absl::StatusOr<std::vector<float>> out =
+            Run(RmsNormLinear(dtype, s.m, s.k, s.n, v.tiles, v.transposed, v.shift, v.mean),
+                {{0, x}, {1, v.transposed ? Transposed(w, s.k, s.n) : w}}, 2);
+        ASSERT_TRUE(out.ok()) << out.status();
+        std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
+        for (int64_t i = 0; i < s.m; ++i) {
+          double squares = 0;
+          for (int64_t j = 0; j < s.k; ++j) {
+            const double term = double(x[i * s.k + j]) + v.shift;
+            squares += term * term;
+          }
+          const double scale = 1.0 / std::sqrt(squares / double(s.k) + 1e-6);
+          for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] *= scale;
+        }
+        EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+      }
+    }
+  }
+}
+
+TEST_F(GpuTiledCodegen, GatedMlpMatchesACpuLoop) {
+  for (DType dtype : {DType::kF16, DType::kF32}) {
+    for (const Shape3& s : kShapes) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " M=", s.m, " K=", s.k, " N=", s.n));
+      const float scale = 1.0f / std::sqrt(float(s.k));
+      const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 3);
+      const std::vector<float> w1 = RandomValues(dtype, s.k * s.n, 2 * scale, 4);
+      const std::vector<float> w2 = RandomValues(dtype, s.k * s.n, scale, 5);
+      const std::vector<double> gate = MatmulRef(dtype, x, w1, s.m, s.k, s.n);
+      std::vector<double> expected = MatmulRef(dtype, x, w2, s.m, s.k, s.n);
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
+      for (int64_t split : {1, 5}) {
+        SCOPED_TRACE(absl::StrCat("split ", split));
+        absl::StatusOr<std::vector<float>> out =
+            Run(GatedMlp(dtype, s.m, s.k, s.n, {.k = 32, .split = split}), {{0, x}, {1, w1}, {2, w2}}, 3);
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+      }
+    }
+  }
+}
+
+TEST_F(GpuTiledCodegen, GatedMlpWithSymbolicSizesMatchesACpuLoop) {
+  const Symbol tokens("tokens", 64), k("k", 8192);
+  const KernelGraph graph = GatedMlp(DType::kF16, tokens, k, 256);
+  for (const Shape3& s : {Shape3{1, 4097, 256}, Shape3{17, 127, 256}, Shape3{5, 0, 256}}) {
+    SCOPED_TRACE(absl::StrCat("M=", s.m, " K=", s.k));
+    const DType dtype = DType::kF16;
+    const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 6);
+    const std::vector<float> w1 = RandomValues(dtype, s.k * s.n, 0.05f, 7);
+    const std::vector<float> w2 = RandomValues(dtype, s.k * s.n, 0.05f, 8);
+    absl::StatusOr<std::vector<float>> out =
+        Run(graph, {{0, x}, {1, w1}, {2, w2}}, 3, {{tokens, s.m}, {k, s.k}});
+    if (SymbolicDimsRefused(out.status())) GTEST_SKIP() << out.status();
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<double> gate = MatmulRef(dtype, x, w1, s.m, s.k, s.n);
+    std::vector<double> expected = MatmulRef(dtype, x, w2, s.m, s.k, s.n);
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
+    EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), 1e-2, 1e-2));
+  }
+}
+
+TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
+  // Rank 12: X @ A's register sums in vectors of 8 columns, the last one
+  // past A's (the flush's rows are the vectors' width, not A's).
+  for (const int64_t kRank : {16, 12}) {
+    for (DType dtype : {DType::kF16, DType::kF32}) {
+      for (const Shape3& s : kShapes) {
+        SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " rank ", kRank, " M=", s.m, " K=", s.k, " N=", s.n));
+        const float scale = 1.0f / std::sqrt(float(s.k));
+        const std::vector<float> x = RandomValues(dtype, s.m * s.k, 1.0f, 9);
+        const std::vector<float> w = RandomValues(dtype, s.k * s.n, scale, 10);
+        const std::vector<float> a = RandomValues(dtype, s.k * kRank, scale, 11);
+        const std::vector<float> b = RandomValues(dtype, kRank * s.n, 0.25f, 12);
+        absl::StatusOr<std::vector<float>> out =
+            Run(Lora(dtype, s.m, s.k, s.n, kRank), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
+        ASSERT_TRUE(out.ok()) << out.status();
+        absl::StatusOr<std::vector<float>> split =
+            Run(Lora(dtype, s.m, s.k, s.n, kRank, {.split = 2}), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
+        ASSERT_TRUE(split.ok()) << split.status();
+        // X @ A is an f32 sum the second matmul rounds to its dtype.
+        const std::vector<double> xa = MatmulRef(DType::kF32, x, a, s.m, s.k, kRank);
+        std::vector<float> xa_rounded(xa.size());
+        for (size_t i = 0; i < xa.size(); ++i) xa_rounded[i] = static_cast<float>(xa[i]);
+        const std::vector<double> xab = MatmulRef(dtype, xa_rounded, b, s.m, kRank, s.n);
+        std::vector<double> expected = MatmulRef(dtype, x, w, s.m, s.k, s.n);
+        for (size_t i = 0; i < expected.size(); ++i) expected[i] += xab[i];
+        EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+        EXPECT_TRUE(testing::AllClose(*split, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+      }
+    }
+  }
+}
+
+// Not a pass/fail test: how close decode-shaped kernels come to memory
+// bandwidth (the weights dominate the bytes).
+TEST_F(GpuTiledCodegen, ReportsBandwidthAtDecodeShapes) {
+  struct Case {
+    const char* name;
+    KernelGraph graph;
+    int64_t m, k, n, weights;
+  };
+  const Case cases[] = {
+      {"rmsnorm+linear", RmsNormLinear(DType::kF16, 1, 2048, 2048), 1, 2048, 2048, 1},
+      {"rmsnorm+linear", RmsNormLinear(DType::kF16, 16, 2048, 2048), 16, 2048, 2048, 1},
+      {"gated mlp", GatedMlp(DType::kF16, 1, 2048, 8192), 1, 2048, 8192, 2},
+      {"gated mlp", GatedMlp(DType::kF16, 16, 2048, 8192), 16, 2048, 8192, 2},
+      {"lora", Lora(DType::kF16, 1, 4096, 4096, 16), 1, 4096, 4096, 1},
+  };
+  for (const Case& c : cases) ReportBandwidth(c.name, c.graph, c.m, c.k, c.n, c.weights);
+}
+
+// Not a pass/fail test either: tile and split choices at the shapes of
+// ../shared/bench/peers.py (the cost model's evidence).
+TEST_F(GpuTiledCodegen, ReportsSplitLoopsAtPeerShapes) {
+  for (int64_t n : {64, 128}) {
+    for (int64_t k : {64, 128, 256}) {
+      for (int64_t split : {1, 4, 8, 16}) {
+        const std::string name = absl::StrCat("tiles n", n, " k", k, " split ", split, ": ");
+        for (int64_t m : {2, 16}) {
+          ReportBandwidth(absl::StrCat(name, "rmsnorm_linear_bs", m / 2),
+                          RmsNormLinear(DType::kF16, m, 4096, 6144, {.m = m, .k = k, .n = n, .split = split}), m,
+                          4096, 6144, 1);
+        }
+        for (int64_t m : {4, 8}) {
+          ReportBandwidth(absl::StrCat(name, "m", m, " gated_mlp_bs8"),
+                          GatedMlp(DType::kF16, 8, 4096, 4096, {.m = m, .k = k, .n = n, .split = split}), 8, 4096,
+                          4096, 2);
+        }
+      }
+    }
+  }
+}
+
+void GpuTiledCodegen::ReportBandwidth(const std::string& name, const KernelGraph& graph, int64_t m, int64_t k,
+                                      int64_t n, int64_t weights) {
+  std::map<int, std::vector<float>> inputs;
+  for (int t : graph.kernels[0].inputs) {
+    int64_t count = 1;
+    for (const Dim& d : graph.tensors[t].shape) count *= d.value();
+    inputs[t] = RandomValues(DType::kF16, count, 0.05f, static_cast<uint32_t>(t));
+  }
+  absl::StatusOr<Prepared> p = Prepare(graph, inputs, {});
+  if (!p.ok()) {
+    std::cout << name << ": " << p.status() << "\n";  // tiles too large for shared memory, say
+    return;
+  }
+  absl::StatusOr<double> us = Time(*p, 50);
+  ASSERT_TRUE(us.ok()) << us.status();
+  const double bytes = 2.0 * (weights * k * n + m * k + m * n);
+  std::cout << name << " M=" << m << " K=" << k << " N=" << n << ": " << *us << " us, " << bytes / (*us * 1e3)
+            << " GB/s\n";
+}
+
+}  // namespace
+}  // namespace kiln
