@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "optimizer/search/guard_paths.h"
 #include "tensor/check.h"
 
 namespace kiln::search {
@@ -395,6 +396,8 @@ struct AbstractChecker::Impl {
   }
 
   bool Ask(ExprId e, ExprId target, bool equality);
+  // The answer, without the cache.
+  bool Decide(ExprId e, ExprId target, bool equality);
   bool AskZ3(ExprId e, ExprId target, bool equality);
 };
 
@@ -429,18 +432,21 @@ bool AbstractChecker::Impl::Ask(ExprId e, ExprId target, bool equality) {
       return it->second;
     }
   }
-  bool answer;
-  if (equality ? e == target : Occurs(pool, e, target)) {
-    answer = true;
-  } else {
-    absl::flat_hash_set<Symbol> have = SymbolsOf(pool, e);
-    absl::flat_hash_set<Symbol> want = SymbolsOf(pool, target);
-    bool possible = IsSubset(have, want) && (!equality || IsSubset(want, have));
-    answer = possible && AskZ3(e, target, equality);
-  }
+  const bool answer = Decide(e, target, equality);
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, answer);
   return answer;
+}
+
+bool AbstractChecker::Impl::Decide(ExprId e, ExprId target, bool equality) {
+  if (equality ? e == target : Occurs(pool, e, target)) return true;
+  if (!options.necessary_conditions) return AskZ3(e, target, equality);
+  // Z3 is asked only what the cheap necessary conditions leave open.
+  absl::flat_hash_set<Symbol> have = SymbolsOf(pool, e);
+  absl::flat_hash_set<Symbol> want = SymbolsOf(pool, target);
+  if (!IsSubset(have, want) || (equality && !IsSubset(want, have))) return false;
+  if (!(equality ? GuardPathsAllowEqual(pool, e, target) : GuardPathsAllowWithin(pool, e, target))) return false;
+  return AskZ3(e, target, equality);
 }
 
 AbstractChecker::AbstractChecker(const ExprPool& pool, AbstractCheckOptions options)

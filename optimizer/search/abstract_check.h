@@ -12,7 +12,9 @@
 //   subexpression of it.
 // Terms are built with Z3's typed API from the ExprPool (one Z3 function per
 // node kind, an uninterpreted sort for values, reals for sizes), never from
-// strings. Answers are cached: the same question is put to Z3 once.
+// strings. Answers are cached: the same question is put to Z3 once. Questions
+// that cheap necessary conditions answer no (symbols no axiom creates, the
+// guard paths of guard_paths.h) never reach Z3.
 #ifndef KILN_OPTIMIZER_SEARCH_ABSTRACT_CHECK_H_
 #define KILN_OPTIMIZER_SEARCH_ABSTRACT_CHECK_H_
 
@@ -26,6 +28,10 @@ namespace kiln::search {
 struct AbstractCheckOptions {
   // Per Z3 query; a query Z3 cannot answer in time counts as "not proven".
   int timeout_ms = 200;
+  // Answer "no" without Z3 where a cheap necessary condition fails (the
+  // symbols of SymbolsOf, the guard paths of guard_paths.h). Off only to
+  // test those conditions against Z3.
+  bool necessary_conditions = true;
 };
 
 struct AbstractCheckStats {

@@ -52,6 +52,10 @@ class Enumerator {
       if (op.kind == RegionOp::Kind::kUnary) unary_.insert(op.op);
       if (op.kind == RegionOp::Kind::kBinary) binary_.insert(op.op);
       has_matmul_ |= op.kind == RegionOp::Kind::kMatmul;
+      if (op.kind == RegionOp::Kind::kMatmul || (op.kind == RegionOp::Kind::kBinary && op.op == OpKind::kMul)) {
+        const RegionOp& a = region_.ops[op.args[0]];
+        unit_products_ |= op.kind == RegionOp::Kind::kBinary || region_.class_size[a.classes.back()] == Dim(1);
+      }
       if (op.kind == RegionOp::Kind::kStableExp) {
         // (Unmasked ones are all one kind.)
         const StableExpKind kind = {op.mask, op.mask.on() ? static_cast<int>(op.classes.size()) : 0,
@@ -279,6 +283,7 @@ class Enumerator {
     for (int i = leaves_; i < n; ++i) {
       if (KeyOf(candidate_.ops[i].op) == KeyOf(op) && candidate_.ops[i].op.dtype == op.dtype) return;
     }
+    if (!CanFinishAtLevel(op)) return;
     block_.tile_ops.push_back(op);
     ++stats_.prefixes;
     auto tiles = ugraph::AnalyzeTiles(block_);
@@ -306,6 +311,26 @@ class Enumerator {
     candidate_.ops.pop_back();
     exprs_.pop_back();
     block_.tile_ops.pop_back();
+  }
+
+  // Whether a program of this level's size can still grow from the
+  // current one with `op` added. Every op but the output must be read (a
+  // program with a dead op is enumerated without it), and each op to come
+  // takes at most one unread op away: it reads two at most and is unread
+  // itself (an accumulator, which is free, reads one). So the unread ops
+  // less the ops left may be one at most. The prefixes this turns away grow
+  // at a later level, where they can finish.
+  bool CanFinishAtLevel(const TileOp& op) const {
+    const int n = static_cast<int>(candidate_.ops.size());
+    std::vector<bool> read(n, false);
+    for (int i = leaves_; i < n; ++i) {
+      for (int a : candidate_.ops[i].op.args) read[a] = true;
+    }
+    for (int a : op.args) read[a] = true;
+    int unread = 1;  // op itself
+    for (int i = leaves_; i < n; ++i) unread += read[i] ? 0 : 1;
+    const int left = level_ - OpsUsed() - 1;
+    return unread - left <= 1;
   }
 
   ExprId ExprOf(const TileOp& op, const std::vector<TileInfo>& tiles) {
@@ -450,7 +475,8 @@ class Enumerator {
       }
       for (int b = 0; b < n; ++b) {
         if (!Usable(b)) continue;
-        if (has_matmul_ && before_loop(a, b)) {
+        const bool product = has_matmul_ && (unit_products_ || AxisCount(tiles_[a].axes.back()) > 1);
+        if (product && before_loop(a, b)) {
           TileOp t;
           t.kind = TileOp::Kind::kMatmul;
           t.args = {a, b};
@@ -468,7 +494,7 @@ class Enumerator {
           t.args = {a, b};
           Try(t, loop, last, count);
         }
-        if (has_matmul_) {
+        if (product) {
           TileOp t;
           t.kind = TileOp::Kind::kMatmul;
           t.args = {a, b};
@@ -622,6 +648,13 @@ class Enumerator {
     }
     return false;
   }
+  // Whether the region multiplies elementwise, or by a matmul over one
+  // element (an outer product). If not, no program does: a matmul whose
+  // reduction sums one element is such a product, and the abstraction,
+  // which lets sum(n, x) * y be sum(n, x * y), passes the products of most
+  // pairs of a program's tiles (MLA's accumulators with its absorbed query
+  // and each other: four fifths of its search's time in Z3).
+  bool unit_products_ = false;
   // Whether the region sums an input itself; if not, no program sums a leaf
   // (the abstract expressions drop which axes vary, so the pruning lets a
   // sum of any input pass as a subexpression of a sum of products).

@@ -232,7 +232,7 @@ std::string SearchReport::ToString() const {
                     out_of_time ? "; OUT OF TIME" : "", "\n");
     absl::StrAppend(&out, "time: search ", search_s * 1e3, " ms, verify ", verify_s * 1e3, " ms, compile+time ",
                     time_s * 1e3, " ms, total ", total_s * 1e3, " ms; z3 queries ", z3_queries, " (cache hits ",
-                    z3_cache_hits, ")\n");
+                    z3_cache_hits, "), in z3 ", z3_s * 1e3, " ms\n");
     for (const TimedCandidate& t : timings) {
       absl::StrAppend(&out, "  timed ", t.schedule, ": estimated ", t.estimated_us, " us, measured ", t.measured_us,
                       " us\n");
@@ -308,6 +308,7 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     report.out_of_time |= stats[m].out_of_time;
     report.z3_queries += z3[m].queries;
     report.z3_cache_hits += z3[m].cache_hits;
+    report.z3_s += z3[m].z3_seconds;
   }
   report.search_s = Seconds(start);
 
@@ -351,56 +352,66 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     for (Ranked& r : rest) ranked.push_back(std::move(r));
   }
 
-  // 3. The best few: verified again at their own tiles, checked in floating
-  // point, timed on the GPU where there is one.
-  // Three times as many as will be timed are checked: a candidate the GPU
-  // cannot compile or launch gives way to the next.
-  const int top = std::min<int>(static_cast<int>(ranked.size()), options.time_graph ? 3 * options.time_top : 3);
+  // 3. The best few, in the cost model's order: verified again at their own
+  // tiles, checked in floating point, timed on the GPU where there is one.
+  // They are checked a batch at a time, as many at once as are still wanted
+  // (one without a GPU): one that fails, or that the GPU cannot compile or
+  // launch, gives way to the next, up to three times as many as are wanted.
+  const int wanted = options.time_graph ? options.time_top : 1;
+  const int top = std::min<int>(static_cast<int>(ranked.size()), 3 * wanted);
   std::vector<char> passed(top, 0);
   std::vector<double> errors(top, 0);
   std::vector<char> float_failed(top, 0);
-  ParallelFor(top, threads, [&](int i) {
-    absl::StatusOr<bool> v = VerifyOverFiniteFields(region, ranked[i].candidate, options.verify_tests,
-                                                    options.seed ^ (0x9e37 + i));
-    absl::StatusOr<FloatCheck> f = CheckFloatingPoint(region, ranked[i].candidate, options.seed + 7 * i);
-    passed[i] = v.ok() && *v && f.ok() && f->passed;
-    errors[i] = f.ok() ? f->max_error : -1;
-    float_failed[i] = f.ok() && !f->passed;
-  });
-  for (int i = 0; i < top; ++i) report.float_rejected += float_failed[i];
-  report.verify_s = Seconds(verify_start);
-  const Clock::time_point time_start = Clock::now();
   int best = -1;
   std::optional<double> best_us;
-  if (options.time_graph && options.precompile) {
-    std::vector<const ugraph::KernelGraph*> first;
-    for (int i = 0; i < top && static_cast<int>(first.size()) < options.time_top; ++i) {
-      if (passed[i]) first.push_back(&ranked[i].graph);
-    }
-    options.precompile(first);
-  }
-  // The first candidates that passed and run (one the GPU cannot compile
-  // or launch gives way to the next), then timed again in further rounds
-  // in turn: a candidate's time is its best round, so one that happened to
-  // run while the GPU's clocks were still rising is not judged on that run.
+  // The first candidates that passed and run, each timed once; then again
+  // in further rounds in turn: a candidate's time is its best round, so one
+  // that happened to run while the GPU's clocks were still rising is not
+  // judged on that run.
   std::vector<int> timed;
   std::vector<double> measured;
-  for (int i = 0; i < top && static_cast<int>(timed.size()) < options.time_top; ++i) {
-    if (!passed[i]) continue;
-    if (!options.time_graph) {
-      best = i;
-      break;
+  double time_s = 0;
+  for (int next = 0; next < top && best < 0 && static_cast<int>(timed.size()) < wanted;) {
+    const int batch = std::min(top - next, wanted - static_cast<int>(timed.size()));
+    ParallelFor(batch, threads, [&](int b) {
+      const int i = next + b;
+      absl::StatusOr<bool> v = VerifyOverFiniteFields(region, ranked[i].candidate, options.verify_tests,
+                                                      options.seed ^ (0x9e37 + i));
+      absl::StatusOr<FloatCheck> f = CheckFloatingPoint(region, ranked[i].candidate, options.seed + 7 * i);
+      passed[i] = v.ok() && *v && f.ok() && f->passed;
+      errors[i] = f.ok() ? f->max_error : -1;
+      float_failed[i] = f.ok() && !f->passed;
+    });
+    const Clock::time_point time_start = Clock::now();
+    if (options.time_graph && options.precompile) {
+      std::vector<const ugraph::KernelGraph*> compile;
+      for (int i = next; i < next + batch; ++i) {
+        if (passed[i]) compile.push_back(&ranked[i].graph);
+      }
+      options.precompile(compile);
     }
-    absl::StatusOr<double> us = options.time_graph(ranked[i].graph);
-    ++report.timed;
-    if (!us.ok()) {
-      ++report.time_failed;
-      if (report.time_error.empty()) report.time_error = std::string(us.status().message());
-      continue;
+    for (int i = next; i < next + batch; ++i) {
+      report.float_rejected += float_failed[i];
+      if (!passed[i] || best >= 0) continue;
+      if (!options.time_graph) {
+        best = i;
+        continue;
+      }
+      absl::StatusOr<double> us = options.time_graph(ranked[i].graph);
+      ++report.timed;
+      if (!us.ok()) {
+        ++report.time_failed;
+        if (report.time_error.empty()) report.time_error = std::string(us.status().message());
+        continue;
+      }
+      timed.push_back(i);
+      measured.push_back(*us);
     }
-    timed.push_back(i);
-    measured.push_back(*us);
+    next += batch;
+    time_s += Seconds(time_start);
   }
+  report.verify_s = Seconds(verify_start) - time_s;
+  const Clock::time_point time_start = Clock::now();
   for (int round = 1; round < options.time_rounds; ++round) {
     for (size_t j = 0; j < timed.size(); ++j) {
       absl::StatusOr<double> us = options.time_graph(ranked[timed[j]].graph);
@@ -419,7 +430,7 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     absl::StatusOr<double> us = options.time_default();
     if (us.ok()) report.default_us = *us;
   }
-  report.time_s = Seconds(time_start);
+  report.time_s = time_s + Seconds(time_start);
   if (best >= 0 && !(best_us && report.default_us && *best_us >= *report.default_us)) {
     result.candidate = ranked[best].candidate;
     result.graph = ranked[best].graph;

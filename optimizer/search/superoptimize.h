@@ -59,6 +59,7 @@ struct SearchReport {
   bool out_of_time = false;
   double search_s = 0, verify_s = 0, time_s = 0, total_s = 0;
   int64_t z3_queries = 0, z3_cache_hits = 0;
+  double z3_s = 0;  // time inside Z3, summed over the mappings' workers
   double estimated_us = 0;            // cost model, chosen candidate
   std::optional<double> measured_us;  // GPU, chosen candidate
   std::optional<double> default_us;   // GPU, default lowering

@@ -302,6 +302,24 @@ TEST(Superoptimize, SecondRunComesFromTheCacheAndACorruptEntryIsReplaced) {
   EXPECT_TRUE(Search(c.region, options).report.from_cache);
 }
 
+// A product over one element (an outer product) is searched for where the
+// region has one: rank-one updates keep their kernel. (Regions without one,
+// and without elementwise products, never get one: see unit_products_.)
+TEST(Superoptimize, FindsOuterProductsWhereTheRegionHasThem) {
+  Tensor x = random_normal({16, 32}, 1, 0, 1, DType::kF16);
+  Tensor w = random_normal({32, 1}, 2, 0, 0.2, DType::kF16);
+  Tensor v = random_normal({1, 24}, 3, 0, 1, DType::kF16);
+  for (Tensor* t : {&x, &w, &v}) ASSERT_TRUE(t->realize().ok());
+  Tensor out = matmul(matmul(x, w), v);
+  std::vector<const Node*> leaves = {x.node().get(), w.node().get(), v.node().get()};
+  Region region = ValueOrFail(ExtractRegion(out.node().get(), [&](const Node* n) {
+    return std::find(leaves.begin(), leaves.end(), n) != leaves.end();
+  }));
+  SearchResult r = Search(region);
+  ExpectSingleFusedKernel(region, r);
+  EXPECT_EQ(CountKind(r.graph->kernels[0].block, TileOp::Kind::kMatmul), 2) << r.report.chosen_text;
+}
+
 TEST(Superoptimize, RegionsWithoutWorkKeepTheDefault) {
   Tensor x = random_normal({4, 8}, 1);
   ASSERT_TRUE(x.realize().ok());
