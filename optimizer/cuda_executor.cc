@@ -1,6 +1,7 @@
 #include "optimizer/cuda_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <cstring>
@@ -183,6 +184,9 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor:
     ugraph::KernelGraph graph) {
   auto compiled = std::make_shared<CompiledGraph>();
   compiled->graph = std::move(graph);
+  // A graph's kernels compile at once, not one by one (a default lowering
+  // has a kernel per op: the first call waited for each in turn).
+  if (compiled->graph.kernels.size() > 1) Precompile({&compiled->graph});
   jit::CompileOptions compile;
   compile.arch = context_.info().arch();
   for (size_t k = 0; k < compiled->graph.kernels.size(); ++k) {
@@ -306,12 +310,17 @@ void CudaExecutor::Precompile(const std::vector<const ugraph::KernelGraph*>& gra
       if (source.ok()) sources.push_back(codegen::AssembleSource(source->source));
     }
   }
+  std::sort(sources.begin(), sources.end());
+  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
   jit::CompileOptions compile;
   compile.arch = context_.info().arch();
+  // As many threads as cores: each NVRTC compile holds its own memory.
+  const size_t threads = std::min<size_t>(sources.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
   std::vector<std::thread> workers;
-  for (const std::string& source : sources) {
-    workers.emplace_back([&, source_view = absl::string_view(source)] {
-      (void)kernel_cache_->GetOrCompile(source_view, compile);
+  for (size_t w = 0; w < threads; ++w) {
+    workers.emplace_back([&] {
+      for (size_t i = next++; i < sources.size(); i = next++) (void)kernel_cache_->GetOrCompile(sources[i], compile);
     });
   }
   for (std::thread& w : workers) w.join();

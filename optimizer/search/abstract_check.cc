@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "optimizer/search/guard_paths.h"
 #include "tensor/check.h"
 
@@ -370,6 +371,29 @@ absl::flat_hash_set<Symbol> SymbolsOf(const ExprPool& pool, ExprId root) {
   return symbols;
 }
 
+// A term's text with the arguments of add and mul in text order: the same
+// for the same term in any pool (ToString orders them by id, which depends
+// on the order a pool was built in).
+std::string CanonicalText(const ExprPool& pool, ExprId id, absl::flat_hash_map<ExprId, std::string>& memo) {
+  auto it = memo.find(id);
+  if (it != memo.end()) return it->second;
+  const AbstractNode& n = pool.node(id);
+  std::string text;
+  if (n.args.empty()) {
+    text = pool.ToString(id);
+  } else {
+    std::vector<std::string> args;
+    for (ExprId a : n.args) args.push_back(CanonicalText(pool, a, memo));
+    if (n.kind == Kind::kAdd || n.kind == Kind::kMul) std::sort(args.begin(), args.end());
+    // The kind, a sum's size, an opaque op's function, then the arguments.
+    const std::string size = n.kind == Kind::kSum ? absl::StrCat(n.size.num, "/", n.size.den) : "";
+    const std::string fn = n.kind == Kind::kOpaque ? std::string(OpName(n.fn)) : "";
+    text = absl::StrCat(static_cast<int>(n.kind), ":", size, fn, "(", absl::StrJoin(args, ","), ")");
+  }
+  memo.emplace(id, text);
+  return text;
+}
+
 bool IsSubset(const absl::flat_hash_set<Symbol>& a, const absl::flat_hash_set<Symbol>& b) {
   for (const Symbol& s : a) {
     if (!b.contains(s)) return false;
@@ -432,8 +456,17 @@ bool AbstractChecker::Impl::Ask(ExprId e, ExprId target, bool equality) {
       return it->second;
     }
   }
-  const bool answer = Decide(e, target, equality);
+  std::string text;
+  std::optional<bool> shared;
+  if (options.shared != nullptr) {
+    absl::flat_hash_map<ExprId, std::string> memo;
+    text = absl::StrCat(equality ? "=" : "<", CanonicalText(pool, e, memo), "|", CanonicalText(pool, target, memo));
+    shared = options.shared->Find(text);
+  }
+  const bool answer = shared.has_value() ? *shared : Decide(e, target, equality);
+  if (options.shared != nullptr && !shared.has_value()) options.shared->Add(std::move(text), answer);
   std::lock_guard<std::mutex> lock(mu);
+  stats.shared_hits += shared.has_value() ? 1 : 0;
   cache.emplace(key, answer);
   return answer;
 }
@@ -447,6 +480,18 @@ bool AbstractChecker::Impl::Decide(ExprId e, ExprId target, bool equality) {
   if (!IsSubset(have, want) || (equality && !IsSubset(want, have))) return false;
   if (!(equality ? GuardPathsAllowEqual(pool, e, target) : GuardPathsAllowWithin(pool, e, target))) return false;
   return AskZ3(e, target, equality);
+}
+
+std::optional<bool> SharedAnswers::Find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = answers_.find(key);
+  if (it == answers_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SharedAnswers::Add(std::string key, bool answer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  answers_.emplace(std::move(key), answer);
 }
 
 AbstractChecker::AbstractChecker(const ExprPool& pool, AbstractCheckOptions options)

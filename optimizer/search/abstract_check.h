@@ -20,10 +20,28 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "optimizer/search/abstract_expr.h"
 
 namespace kiln::search {
+
+// Answers shared by checkers on different pools, keyed by the terms' text:
+// the mappings of one region, each searched with its own pool, ask many of
+// the same questions. Thread-safe.
+class SharedAnswers {
+ public:
+  std::optional<bool> Find(const std::string& key) const;
+  void Add(std::string key, bool answer);
+
+ private:
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, bool> answers_;
+};
 
 struct AbstractCheckOptions {
   // Per Z3 query; a query Z3 cannot answer in time counts as "not proven".
@@ -32,11 +50,15 @@ struct AbstractCheckOptions {
   // symbols of SymbolsOf, the guard paths of guard_paths.h). Off only to
   // test those conditions against Z3.
   bool necessary_conditions = true;
+  // Where answers are looked up before they are worked out, and kept; may
+  // be null. Must outlive the checker.
+  SharedAnswers* shared = nullptr;
 };
 
 struct AbstractCheckStats {
   int64_t queries = 0;     // questions asked (syntactic answers included)
   int64_t cache_hits = 0;  // answered from the cache
+  int64_t shared_hits = 0;  // answered from the shared answers (another pool asked first)
   int64_t proven = 0;      // Z3 proved the relation
   int64_t timeouts = 0;    // Z3 ran out of time (not: ran out of instances)
   double z3_seconds = 0;   // time inside Z3

@@ -281,9 +281,10 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   std::vector<std::vector<Candidate>> per_mapping(mappings.size());
   std::vector<EnumerateStats> stats(mappings.size());
   std::vector<AbstractCheckStats> z3(mappings.size());
+  SharedAnswers answers;  // the mappings ask many of the same questions
   ParallelFor(static_cast<int>(mappings.size()), threads, [&](int m) {
     ExprPool pool;
-    AbstractChecker checker(pool);
+    AbstractChecker checker(pool, AbstractCheckOptions{.shared = &answers});
     stats[m] = EnumeratePrograms(region, mappings[m], pool, checker, limits, [&](const Candidate& c) {
       per_mapping[m].push_back(c);
       return true;
@@ -307,7 +308,7 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     report.complete += stats[m].complete;
     report.out_of_time |= stats[m].out_of_time;
     report.z3_queries += z3[m].queries;
-    report.z3_cache_hits += z3[m].cache_hits;
+    report.z3_cache_hits += z3[m].cache_hits + z3[m].shared_hits;
     report.z3_s += z3[m].z3_seconds;
   }
   report.search_s = Seconds(start);

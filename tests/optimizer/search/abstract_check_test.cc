@@ -276,6 +276,32 @@ TEST(AbstractCheck, CheckersOnDifferentPoolsDoNotMix) {
   }
 }
 
+// Checkers on different pools share answers by the terms' text (the
+// mappings of one region): the second asks Z3 nothing the first answered,
+// and pools whose equal ids mean other terms do not mix.
+TEST(AbstractCheck, SharedAnswersGoByTheTermsNotTheirIds) {
+  SharedAnswers shared;
+  ExprPool a;
+  ExprId xa = a.Input(0), wa = a.Input(1);
+  ExprId target_a = a.Sum(R(4096), a.Mul(xa, wa));
+  AbstractChecker first(a, AbstractCheckOptions{.shared = &shared});
+  EXPECT_TRUE(first.IsSubexpression(a.Sum(R(2), a.Mul(xa, wa)), target_a));
+  EXPECT_FALSE(first.IsSubexpression(a.Sum(R(4096), a.Mul(xa, xa)), target_a));
+  EXPECT_GT(first.stats().z3_seconds, 0);
+  ExprPool b;  // the same terms, built in another order: other ids
+  ExprId wb = b.Input(1), xb = b.Input(0);
+  ExprId target_b = b.Sum(R(4096), b.Mul(xb, wb));
+  AbstractChecker second(b, AbstractCheckOptions{.shared = &shared});
+  EXPECT_FALSE(second.IsSubexpression(b.Sum(R(4096), b.Mul(xb, xb)), target_b));
+  EXPECT_TRUE(second.IsSubexpression(b.Sum(R(2), b.Mul(xb, wb)), target_b));
+  EXPECT_EQ(second.stats().shared_hits, 2);
+  EXPECT_EQ(second.stats().z3_seconds, 0);
+  // A term new to both goes to Z3.
+  EXPECT_FALSE(second.IsSubexpression(b.Add(xb, wb), target_b));
+  EXPECT_EQ(second.stats().shared_hits, 2);
+  EXPECT_GT(second.stats().z3_seconds, 0);
+}
+
 TEST(AbstractCheck, TimeoutCountsAsNotProven) {
   ExprPool p;
   ExprId q = p.Input(0);
