@@ -276,28 +276,37 @@ TEST(AbstractCheck, CheckersOnDifferentPoolsDoNotMix) {
   }
 }
 
+// x and w, and sum(4096, x * w), in a pool of their own; `w_first`
+// interns w first, so that the same terms get other ids.
+struct DotProduct {
+  explicit DotProduct(bool w_first) {
+    w = w_first ? p.Input(1) : -1;
+    x = p.Input(0);
+    if (!w_first) w = p.Input(1);
+    target = p.Sum(R(4096), p.Mul(x, w));
+  }
+  ExprPool p;
+  ExprId x, w, target;
+};
+
 // Checkers on different pools share answers by the terms' text (the
 // mappings of one region): the second asks Z3 nothing the first answered,
-// and pools whose equal ids mean other terms do not mix.
+// although its ids differ.
 TEST(AbstractCheck, SharedAnswersGoByTheTermsNotTheirIds) {
   SharedAnswers shared;
-  ExprPool a;
-  ExprId xa = a.Input(0), wa = a.Input(1);
-  ExprId target_a = a.Sum(R(4096), a.Mul(xa, wa));
-  AbstractChecker first(a, AbstractCheckOptions{.shared = &shared});
-  EXPECT_TRUE(first.IsSubexpression(a.Sum(R(2), a.Mul(xa, wa)), target_a));
-  EXPECT_FALSE(first.IsSubexpression(a.Sum(R(4096), a.Mul(xa, xa)), target_a));
+  DotProduct a(/*w_first=*/false), b(/*w_first=*/true);
+  ASSERT_NE(a.x, b.x);
+  AbstractChecker first(a.p, AbstractCheckOptions{.shared = &shared});
+  EXPECT_TRUE(first.IsSubexpression(a.p.Sum(R(2), a.p.Mul(a.x, a.w)), a.target));
+  EXPECT_FALSE(first.IsSubexpression(a.p.Sum(R(4096), a.p.Mul(a.x, a.x)), a.target));
   EXPECT_GT(first.stats().z3_seconds, 0);
-  ExprPool b;  // the same terms, built in another order: other ids
-  ExprId wb = b.Input(1), xb = b.Input(0);
-  ExprId target_b = b.Sum(R(4096), b.Mul(xb, wb));
-  AbstractChecker second(b, AbstractCheckOptions{.shared = &shared});
-  EXPECT_FALSE(second.IsSubexpression(b.Sum(R(4096), b.Mul(xb, xb)), target_b));
-  EXPECT_TRUE(second.IsSubexpression(b.Sum(R(2), b.Mul(xb, wb)), target_b));
+  AbstractChecker second(b.p, AbstractCheckOptions{.shared = &shared});
+  EXPECT_FALSE(second.IsSubexpression(b.p.Sum(R(4096), b.p.Mul(b.x, b.x)), b.target));
+  EXPECT_TRUE(second.IsSubexpression(b.p.Sum(R(2), b.p.Mul(b.x, b.w)), b.target));
   EXPECT_EQ(second.stats().shared_hits, 2);
   EXPECT_EQ(second.stats().z3_seconds, 0);
   // A term new to both goes to Z3.
-  EXPECT_FALSE(second.IsSubexpression(b.Add(xb, wb), target_b));
+  EXPECT_FALSE(second.IsSubexpression(b.p.Add(b.x, b.w), b.target));
   EXPECT_EQ(second.stats().shared_hits, 2);
   EXPECT_GT(second.stats().z3_seconds, 0);
 }
