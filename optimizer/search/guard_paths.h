@@ -18,6 +18,17 @@
 // argument's paths are suffixes of its parent's). That reading is a model of
 // the axioms in which the query is false whenever these checks say no, so Z3
 // could never prove it: answering no at once loses no candidate.
+//
+// A second model counts: the degree of each input at each context (a chain
+// of guards from the root). Products add degrees at the root, under
+// denominators and under square roots (1 / (y z) = (1 / y)(1 / z) and
+// sqrt(a) sqrt(b) = sqrt(a b) make those multiplicative) and take the
+// larger under exp and opaque ops (exp(a + b) = exp(a) exp(b)); sums take
+// the larger everywhere (x (y + z) = x y + x z then holds); sum(n, .) and
+// constants change nothing. "Within" reads as: for some context c of the
+// target, each of e's degrees at a context q is at most the target's at
+// c q. So x * x is no subexpression of sum(x * w), nor is RMSNorm's sum of
+// squares times its output: too high a degree of x at the root.
 #ifndef KILN_OPTIMIZER_SEARCH_GUARD_PATHS_H_
 #define KILN_OPTIMIZER_SEARCH_GUARD_PATHS_H_
 
@@ -25,7 +36,8 @@
 
 namespace kiln::search {
 
-// False only when `e` can be no subexpression of `target` under the axioms.
+// False only when `e` can be no subexpression of `target` under the axioms
+// (by either model).
 bool GuardPathsAllowWithin(const ExprPool& pool, ExprId e, ExprId target);
 
 // False only when `a` = `b` cannot follow from the axioms.

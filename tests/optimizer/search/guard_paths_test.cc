@@ -77,13 +77,40 @@ TEST(GuardPaths, AnswerNoWhereTheNestingCannotMatch) {
   EXPECT_EQ(checker.stats().z3_seconds, 0);
 }
 
+// The degrees: how many times each input is multiplied in, per context.
+TEST(GuardPaths, AnswerNoWhereTheDegreesAreTooHigh) {
+  ExprPool p;
+  const ExprId x = p.Input(0), w = p.Input(1);
+  const ExprId ms = p.Add(p.Mul(p.Sum(R(4096), p.Mul(x, x)), p.Constant(1.0 / 4096)), p.Constant(1e-6));
+  const ExprId r = p.Opaque(OpKind::kRsqrt, {ms});
+  const ExprId target = p.Sum(R(4096), p.Mul(p.Mul(x, r), w));  // RMSNorm, then a linear layer
+  const ExprId product = p.Sum(R(4096), p.Mul(x, w));
+  EXPECT_TRUE(GuardPathsAllowWithin(p, p.Mul(product, r), target));
+  EXPECT_TRUE(GuardPathsAllowWithin(p, ms, target));  // x twice, under the rsqrt
+  EXPECT_TRUE(GuardPathsAllowWithin(p, p.Opaque(OpKind::kRsqrt, {x}), target));
+  // The sum of squares times the output: x three times at the root.
+  EXPECT_FALSE(GuardPathsAllowWithin(p, p.Mul(ms, p.Mul(product, r)), target));
+  EXPECT_FALSE(GuardPathsAllowWithin(p, p.Sum(R(64), p.Mul(x, x)), product));
+  EXPECT_FALSE(GuardPathsAllowWithin(p, p.Mul(w, p.Mul(x, w)), product));
+  // Under an opaque op, a product takes the larger degree: x * rsqrt(..) *
+  // rsqrt(..) has x once at the root and twice under the rsqrt, as r does.
+  EXPECT_TRUE(GuardPathsAllowWithin(p, p.Mul(p.Mul(x, r), r), target));
+  // Equality needs the same degrees.
+  EXPECT_FALSE(GuardPathsAllowEqual(p, p.Mul(product, product), p.Mul(product, w)));
+  EXPECT_TRUE(GuardPathsAllowEqual(p, p.Mul(product, r), target));
+  // Inputs with large indices (normalizations' atoms) cost nothing extra.
+  const ExprId atom = p.Input(1 << 30);
+  EXPECT_TRUE(GuardPathsAllowWithin(p, atom, p.Mul(atom, x)));
+  EXPECT_FALSE(GuardPathsAllowWithin(p, p.Mul(atom, atom), p.Mul(atom, x)));
+}
+
 // A random term over the target's inputs and a few of its subterms.
 class RandomTerms {
  public:
   RandomTerms(ExprPool& p, std::vector<ExprId> atoms, uint32_t seed) : p_(p), atoms_(std::move(atoms)), rng_(seed) {}
 
   ExprId Term(int depth) {
-    std::uniform_int_distribution<int> pick(0, depth == 0 ? 0 : 7);
+    std::uniform_int_distribution<int> pick(0, depth == 0 ? 0 : 8);
     auto sub = [&] { return Term(depth - 1); };
     switch (pick(rng_)) {
       case 0: return atoms_[std::uniform_int_distribution<size_t>(0, atoms_.size() - 1)(rng_)];
@@ -93,6 +120,7 @@ class RandomTerms {
       case 4: return p_.Div(sub(), sub());
       case 5: return p_.Exp(sub());
       case 6: return p_.Sum(R(64), sub());
+      case 7: return p_.Sqrt(sub());
       default: return p_.Opaque(OpKind::kRsqrt, {sub()});
     }
   }
@@ -104,17 +132,19 @@ class RandomTerms {
 };
 
 // Soundness against Z3 itself: whatever Z3 proves (with the conditions
-// off), the conditions allow. Random terms built from the target's parts
-// are proven now and then and refuted by the paths more often.
+// off), the conditions allow. Random terms built from the targets' parts
+// are proven now and then and refuted by the conditions more often.
 TEST(GuardPaths, NeverRefuseWhatZ3Proves) {
   Attention a;
   ExprPool& p = a.p;
   const ExprId rms = p.Opaque(OpKind::kRsqrt, {p.Sum(R(64), p.Mul(a.q, a.q))});
-  const std::vector<ExprId> targets = {a.target, p.Sum(R(64), p.Mul(p.Mul(a.q, rms), a.k))};
+  const ExprId norm = p.Sqrt(p.Sum(R(64), p.Mul(a.k, a.k)));
+  const std::vector<ExprId> targets = {a.target, p.Sum(R(64), p.Mul(p.Mul(a.q, rms), a.k)),
+                                       p.Div(p.Sum(R(64), p.Mul(a.q, a.k)), p.Mul(norm, a.v))};
   AbstractChecker z3_only(p, AbstractCheckOptions{.timeout_ms = 200, .necessary_conditions = false});
   int proven = 0, refused = 0;
   for (size_t t = 0; t < targets.size(); ++t) {
-    RandomTerms terms(p, {a.q, a.k, a.v, a.s, a.l, rms, p.Constant(1)}, 7 + t);
+    RandomTerms terms(p, {a.q, a.k, a.v, a.s, a.l, rms, norm, p.Constant(1)}, 7 + t);
     for (int i = 0; i < 120; ++i) {
       const ExprId e = terms.Term(i % 3 + 1);
       const bool allowed = GuardPathsAllowWithin(p, e, targets[t]);
