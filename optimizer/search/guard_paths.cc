@@ -22,18 +22,31 @@ using Token = std::pair<Step, int64_t>;
 using Path = std::vector<Token>;  // from the root's guard down to the leaf
 using PathSet = absl::flat_hash_set<Path>;
 
-class PathBuilder {
+// A value for each node of a pool, built once from its arguments' values
+// (Derived::Build).
+template <typename Derived, typename Value>
+class PerNode {
  public:
-  explicit PathBuilder(const ExprPool& pool) : pool_(pool) {}
+  explicit PerNode(const ExprPool& pool) : pool_(pool) {}
 
-  const PathSet& Of(ExprId id) {
+  const Value& Of(ExprId id) {
     auto it = memo_.find(id);
     if (it != memo_.end()) return it->second;
-    PathSet paths = Build(id);
-    return memo_.emplace(id, std::move(paths)).first->second;
+    Value value = static_cast<Derived*>(this)->Build(id);
+    return memo_.emplace(id, std::move(value)).first->second;
   }
 
+ protected:
+  const ExprPool& pool_;
+
  private:
+  absl::node_hash_map<ExprId, Value> memo_;  // stable: Of hands out references
+};
+
+class PathBuilder : public PerNode<PathBuilder, PathSet> {
+ public:
+  using PerNode::PerNode;
+
   PathSet Build(ExprId id) {
     const AbstractNode& n = pool_.node(id);
     PathSet out;
@@ -82,9 +95,6 @@ class PathBuilder {
     }
     return out;
   }
-
-  const ExprPool& pool_;
-  absl::node_hash_map<ExprId, PathSet> memo_;  // stable: Of hands out references
 };
 
 // The degree of each input, by index (missing ones are 0; indices may be
@@ -126,18 +136,10 @@ const Degrees* Find(const DegreeMap& m, const Path& context) {
   return it == m.end() ? nullptr : &it->second;
 }
 
-class DegreeBuilder {
+class DegreeBuilder : public PerNode<DegreeBuilder, DegreeMap> {
  public:
-  explicit DegreeBuilder(const ExprPool& pool) : pool_(pool) {}
+  using PerNode::PerNode;
 
-  const DegreeMap& Of(ExprId id) {
-    auto it = memo_.find(id);
-    if (it != memo_.end()) return it->second;
-    DegreeMap degrees = Build(id);
-    return memo_.emplace(id, std::move(degrees)).first->second;
-  }
-
- private:
   DegreeMap Build(ExprId id) {
     const AbstractNode& n = pool_.node(id);
     DegreeMap out;
@@ -186,9 +188,6 @@ class DegreeBuilder {
     }
     return out;
   }
-
-  const ExprPool& pool_;
-  absl::node_hash_map<ExprId, DegreeMap> memo_;  // stable: Of hands out references
 };
 
 bool PathsAllowWithin(const ExprPool& pool, ExprId e, ExprId target) {
