@@ -184,23 +184,29 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor:
     ugraph::KernelGraph graph) {
   auto compiled = std::make_shared<CompiledGraph>();
   compiled->graph = std::move(graph);
-  // A graph's kernels compile at once, not one by one (a default lowering
-  // has a kernel per op: the first call waited for each in turn).
-  if (compiled->graph.kernels.size() > 1) Precompile({&compiled->graph});
-  jit::CompileOptions compile;
-  compile.arch = context_.info().arch();
+  std::vector<codegen::KernelSource> sources;
+  std::vector<std::string> assembled;
   for (size_t k = 0; k < compiled->graph.kernels.size(); ++k) {
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(compiled->graph, static_cast<int>(k));
     if (!source.ok()) return source.status();
-    absl::StatusOr<jit::CachedKernel> cubin =
-        kernel_cache_->GetOrCompile(codegen::AssembleSource(source->source), compile);
+    assembled.push_back(codegen::AssembleSource(source->source));
+    sources.push_back(*std::move(source));
+  }
+  // A graph's kernels compile at once, not one by one (a default lowering
+  // has a kernel per op: the first call waited for each in turn).
+  if (assembled.size() > 1) CompileAll(assembled);
+  jit::CompileOptions compile;
+  compile.arch = context_.info().arch();
+  for (size_t k = 0; k < compiled->graph.kernels.size(); ++k) {
+    codegen::KernelSource& source = sources[k];
+    absl::StatusOr<jit::CachedKernel> cubin = kernel_cache_->GetOrCompile(assembled[k], compile);
     if (!cubin.ok()) return cubin.status();
     absl::StatusOr<jit::CudaModule*> module = modules_.GetOrLoad(*cubin);
     if (!module.ok()) return module.status();
     absl::StatusOr<jit::CudaFunction*> function = (*module)->GetFunction(codegen::kKernelName);
     if (!function.ok()) return function.status();
-    compiled->reports_errors |= source->reports_errors;
-    compiled->kernels.push_back({*std::move(source), *function});
+    compiled->reports_errors |= source.reports_errors;
+    compiled->kernels.push_back({std::move(source), *function});
   }
   return std::shared_ptr<const CompiledGraph>(std::move(compiled));
 }
@@ -310,6 +316,10 @@ void CudaExecutor::Precompile(const std::vector<const ugraph::KernelGraph*>& gra
       if (source.ok()) sources.push_back(codegen::AssembleSource(source->source));
     }
   }
+  CompileAll(sources);
+}
+
+void CudaExecutor::CompileAll(std::vector<std::string> sources) {
   std::sort(sources.begin(), sources.end());
   sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
   jit::CompileOptions compile;

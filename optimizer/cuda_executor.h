@@ -93,6 +93,10 @@ class CudaExecutor : public Executor {
                                                         int* fused);
   // Compile() for a graph already validated against limits().
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> CompileValid(ugraph::KernelGraph graph);
+  // Compiles assembled kernel sources into the kernel cache on parallel
+  // threads, each distinct source once; errors are left for a later
+  // GetOrCompile to report.
+  void CompileAll(std::vector<std::string> sources);
 
   jit::CudaContext& context_;
   std::unique_ptr<jit::KernelCache> kernel_cache_;

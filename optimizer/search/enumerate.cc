@@ -450,6 +450,8 @@ class Enumerator {
     }
     for (int a = 0; a < n; ++a) {
       if (!Usable(a)) continue;
+      // A product with `a` on the left sums over its last axis.
+      const bool product = has_matmul_ && (unit_products_ || AxisCount(tiles_[a].axes.back()) > 1);
       for (OpKind u : unary_) {
         if (phase_ok({a})) Try(Unary(u, a), loop, last, count);
       }
@@ -475,7 +477,6 @@ class Enumerator {
       }
       for (int b = 0; b < n; ++b) {
         if (!Usable(b)) continue;
-        const bool product = has_matmul_ && (unit_products_ || AxisCount(tiles_[a].axes.back()) > 1);
         if (product && before_loop(a, b)) {
           TileOp t;
           t.kind = TileOp::Kind::kMatmul;

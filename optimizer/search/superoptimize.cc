@@ -281,10 +281,12 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   std::vector<std::vector<Candidate>> per_mapping(mappings.size());
   std::vector<EnumerateStats> stats(mappings.size());
   std::vector<AbstractCheckStats> z3(mappings.size());
-  SharedAnswers answers;  // the mappings ask many of the same questions
+  // Several mappings ask many of the same questions; one has no one to share with.
+  SharedAnswers answers;
+  SharedAnswers* const shared = mappings.size() > 1 ? &answers : nullptr;
   ParallelFor(static_cast<int>(mappings.size()), threads, [&](int m) {
     ExprPool pool;
-    AbstractChecker checker(pool, AbstractCheckOptions{.shared = &answers});
+    AbstractChecker checker(pool, AbstractCheckOptions{.shared = shared});
     stats[m] = EnumeratePrograms(region, mappings[m], pool, checker, limits, [&](const Candidate& c) {
       per_mapping[m].push_back(c);
       return true;
