@@ -24,9 +24,9 @@ constexpr char kUsage[] =
     "  bench fused [--cases a,b] [--out fused.json] [--budget S] [--time-top N]\n"
     "           the fused-op suite (peers.py's cases) on the GPU: kernel us, search time\n"
     "           cold and warm; JSON for ../shared/bench/compare.py\n"
-    "  superoptimize [--cases a,b] [--dot] [--budget S] [--time-top N]\n"
+    "  superoptimize [--cases a,b] [--dot] [--source] [--budget S] [--time-top N]\n"
     "           per region: candidates enumerated/pruned/verified/timed, time per phase,\n"
-    "           the chosen uGraph (text, DOT) and its speed against the default lowering\n"
+    "           the chosen uGraph (text, DOT, CUDA source) and its speed against the default lowering\n"
     "  demo     record a small trace, print it and its hash, then realize it\n"
     "\n"
     "Flags may be spelled with - or _ (--top-p, --top_p).\n";

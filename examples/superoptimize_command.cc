@@ -14,6 +14,7 @@
 #include "examples/flags.h"
 #include "jit/options.h"
 #include "nlohmann/json.hpp"
+#include "optimizer/codegen/generate.h"
 #include "optimizer/cuda_executor.h"
 #include "optimizer/graph_runner.h"
 #include "optimizer/lower.h"
@@ -22,6 +23,8 @@
 
 ABSL_FLAG(std::string, cases, "", "fused cases to run, comma-separated (default: all)");
 ABSL_FLAG(bool, dot, false, "superoptimize: also print the chosen uGraph as Graphviz DOT");
+ABSL_FLAG(bool, source, false,
+          "superoptimize: also print the CUDA source the code generator emits for each chosen kernel");
 ABSL_FLAG(double, budget, 4.0, "search budget per region, seconds");
 ABSL_FLAG(int, time_top, 6, "candidates the search times on the GPU per region");
 ABSL_FLAG(std::string, out, "fused.json", "bench fused: where to write the JSON for compare.py");
@@ -70,6 +73,20 @@ search::SearchOptions Options(const search::FusedCase& c, const std::string& cac
   return options;
 }
 
+// Each kernel of `graph` the code generator emits, with its launch facts.
+void PrintSources(const ugraph::KernelGraph& graph) {
+  for (size_t k = 0; k < graph.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> s = codegen::GenerateKernel(graph, static_cast<int>(k));
+    if (!s.ok()) {
+      std::printf("// kernel %zu: no generated source (%s)\n", k, s.status().ToString().c_str());
+      continue;
+    }
+    std::printf("// kernel %zu: %d threads, %lld bytes of dynamic shared memory, %lld workspace bytes per point\n%s",
+                k, s->threads, static_cast<long long>(s->dynamic_shared_bytes),
+                static_cast<long long>(s->workspace_bytes_per_point), s->source.c_str());
+  }
+}
+
 std::string DefaultCacheDir() {
   const jit::CacheOptions cache = jit::CacheOptions::FromEnvironment();
   return cache.disk ? cache.directory : "";
@@ -97,6 +114,7 @@ int RunSuperoptimize(const std::vector<std::string>& args) {
     }
     std::printf("%s", r->report.ToString().c_str());
     if (absl::GetFlag(FLAGS_dot)) std::printf("%s", r->report.chosen_dot.c_str());
+    if (absl::GetFlag(FLAGS_source) && r->graph) PrintSources(*r->graph);
   }
   return failures == 0 ? 0 : 1;
 }

@@ -7,7 +7,9 @@
 // written to device memory. All on the CPU.
 #include <algorithm>
 #include <functional>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "jit/nvrtc_compiler.h"
 #include "optimizer/codegen/assemble.h"
@@ -68,6 +70,55 @@ WeightUse WeightProducts(const FusedCase& c, const ugraph::BlockGraph& b) {
   return use;
 }
 
+// The tile op that reads tensor `tensor` as input, or -1.
+int InputTileOf(const ugraph::BlockGraph& b, int tensor) {
+  for (size_t i = 0; i < b.tile_ops.size(); ++i) {
+    const TileOp& op = b.tile_ops[i];
+    if (op.kind == TileOp::Kind::kInput && b.inputs[op.input].view.tensor == tensor) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The generated kernel's text from the line that starts with `first` up to
+// the next `// x` comment line; empty where no line starts so.
+std::string Section(const std::string& source, const std::string& first) {
+  const size_t begin = source.find("// " + first);
+  if (begin == std::string::npos) return "";
+  const size_t end = source.find("// x", begin + 3 + first.size());
+  return source.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// In the chosen kernel at the bench's shape, W_uv, which only the product
+// after the loop reads, is loaded after the loop (by the last block of a
+// split loop), not before it with every block waiting on it. W_uk^T, a
+// transposed view read once before the loop, is widened a row of the tile
+// at a time, adjacent lanes on adjacent columns (no bank conflicts): its
+// store index adds the task's column, the one that varies fastest with l.
+void ExpectWeightsLoadedWhereTheyAreRead(const FusedCase& c, const ugraph::KernelGraph& graph) {
+  const std::string source = ValueOrFail(codegen::GenerateKernel(graph, 0)).source;
+  const ugraph::BlockGraph& b = graph.kernels[0].block;
+  auto region_input = [&](const Tensor& t) {
+    const auto& in = c.region.inputs;
+    return static_cast<int>(std::find(in.begin(), in.end(), t.node().get()) - in.begin());
+  };
+  const int wuk = InputTileOf(b, region_input(c.inputs[2])), wuv = InputTileOf(b, region_input(c.inputs[3]));
+  ASSERT_GE(wuk, 0);
+  ASSERT_GE(wuv, 0);
+  const size_t loop_end = source.find("the copies of steps past the end");
+  const size_t wuv_load = source.find(absl::StrCat("// x", wuv, " = input #"));
+  ASSERT_NE(loop_end, std::string::npos) << source;
+  ASSERT_NE(wuv_load, std::string::npos) << source;
+  EXPECT_GT(wuv_load, loop_end) << source;
+  const std::string widen = Section(source, absl::StrCat("x", wuk, ": widen the loaded bits into the tile"));
+  ASSERT_FALSE(widen.empty()) << source;
+  const std::string columns = absl::StrCat(" = l % ", c.region.class_size[3].value(), ";");
+  const size_t at = widen.find(columns);
+  ASSERT_NE(at, std::string::npos) << widen;
+  const size_t name = widen.rfind("const int ", at) + 10;
+  const std::string column = widen.substr(name, at - name);
+  EXPECT_NE(widen.find(absl::StrCat(" + ", column, " + j * ")), std::string::npos) << widen;
+}
+
 TEST(MlaSearch, TheUpProjectionsAreAbsorbedIntoOneKernel) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   for (const FusedCase& c : {MlaCase(3, 48, 17, 127), MlaCase(16, 256, 64, 4096)}) {
@@ -101,6 +152,7 @@ TEST(MlaSearch, TheUpProjectionsAreAbsorbedIntoOneKernel) {
     if (bench_shape) {  // tiles that fit both forms
       EXPECT_GE(Containing(sources, "load_b_fragment_rows"), 1);
       EXPECT_GE(Containing(sources, "the same elements as x"), 1);
+      ExpectWeightsLoadedWhereTheyAreRead(c, *r.graph);
     }
   }
 }
