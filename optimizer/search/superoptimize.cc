@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -31,6 +32,14 @@ constexpr size_t kMaxCacheBytes = 16 << 20;
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
 // Runs f(i) for i in [0, n) on `threads` workers.
+// Joins a thread (if it runs) when it leaves scope.
+struct JoinOnExit {
+  std::thread& thread;
+  ~JoinOnExit() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
 void ParallelFor(int n, int threads, const std::function<void(int)>& f) {
   std::atomic<int> next{0};
   std::vector<std::thread> workers;
@@ -293,6 +302,15 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     });
     z3[m] = checker.stats();
   });
+  // The default lowering is timed on a thread of its own once the
+  // enumeration (which has a deadline) is done, so that compiling its
+  // kernels (0.5-1 s of NVRTC on a first call) overlaps the checks below.
+  // Nothing else here touches the GPU before the first candidate is timed,
+  // and the thread is joined before that: no two timings share the GPU.
+  std::optional<absl::StatusOr<double>> default_us;
+  std::thread default_timer;
+  if (options.time_default) default_timer = std::thread([&] { default_us = options.time_default(); });
+  const JoinOnExit join_default_timer{default_timer};
   std::vector<Candidate> found;
   std::set<std::string> fingerprints;
   for (size_t m = 0; m < mappings.size(); ++m) {
@@ -376,6 +394,15 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   double time_s = 0;
   for (int next = 0; next < top && best < 0 && static_cast<int>(timed.size()) < wanted;) {
     const int batch = std::min(top - next, wanted - static_cast<int>(timed.size()));
+    // The batch compiles while it is checked (NVRTC and the checks both on
+    // the CPU; one that fails is rare, and its compile is all that is lost).
+    std::thread compiler;
+    if (options.time_graph && options.precompile) {
+      std::vector<const ugraph::KernelGraph*> compile;
+      for (int i = next; i < next + batch; ++i) compile.push_back(&ranked[i].graph);
+      compiler = std::thread([&options, compile] { options.precompile(compile); });
+    }
+    const JoinOnExit join_compiler{compiler};
     ParallelFor(batch, threads, [&](int b) {
       const int i = next + b;
       absl::StatusOr<bool> v = VerifyOverFiniteFields(region, ranked[i].candidate, options.verify_tests,
@@ -386,13 +413,8 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
       float_failed[i] = f.ok() && !f->passed;
     });
     const Clock::time_point time_start = Clock::now();
-    if (options.time_graph && options.precompile) {
-      std::vector<const ugraph::KernelGraph*> compile;
-      for (int i = next; i < next + batch; ++i) {
-        if (passed[i]) compile.push_back(&ranked[i].graph);
-      }
-      options.precompile(compile);
-    }
+    if (compiler.joinable()) compiler.join();
+    if (default_timer.joinable()) default_timer.join();
     for (int i = next; i < next + batch; ++i) {
       report.float_rejected += float_failed[i];
       if (!passed[i] || best >= 0) continue;
@@ -429,10 +451,8 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
       best_us = measured[j];
     }
   }
-  if (options.time_default) {
-    absl::StatusOr<double> us = options.time_default();
-    if (us.ok()) report.default_us = *us;
-  }
+  if (default_timer.joinable()) default_timer.join();
+  if (default_us && default_us->ok()) report.default_us = **default_us;
   report.time_s = time_s + Seconds(time_start);
   if (best >= 0 && !(best_us && report.default_us && *best_us >= *report.default_us)) {
     result.candidate = ranked[best].candidate;

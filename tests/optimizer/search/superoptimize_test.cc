@@ -5,9 +5,12 @@
 #include "optimizer/search/superoptimize.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -96,6 +99,45 @@ TEST(Superoptimize, TimingKeepsEachCandidatesBestRound) {
   for (const auto& [key, n] : runs) EXPECT_EQ(n, 3) << "every candidate runs once a round";
   EXPECT_LE(r.report.timings[0].estimated_us, r.report.timings[1].estimated_us);
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("measured 5 us"));
+}
+
+// The default lowering is timed on a thread of its own, and each batch of
+// candidates compiles on another while it is checked; but no two timings
+// ever share the GPU: the default's has ended before the first candidate's
+// begins. The default's time reaches the report, and a faster default
+// lowering is kept.
+TEST(Superoptimize, TheDefaultIsTimedAsideButNeverBesideACandidate) {
+  FusedCase c = RmsNormLinearCase(2, 256, 384);
+  SearchOptions options;
+  options.time_top = 2;
+  std::atomic<int> timing{0};
+  std::atomic<bool> overlapped{false}, default_done{false};
+  std::atomic<int> compiled{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> default_on_caller{false};
+  options.precompile = [&](const std::vector<const ugraph::KernelGraph*>& graphs) {
+    compiled += static_cast<int>(graphs.size());
+  };
+  options.time_graph = [&](const ugraph::KernelGraph&) -> absl::StatusOr<double> {
+    overlapped = overlapped || timing++ > 0 || !default_done;
+    --timing;
+    return 10.0;
+  };
+  options.time_default = [&]() -> absl::StatusOr<double> {
+    default_on_caller = std::this_thread::get_id() == caller;
+    overlapped = overlapped || timing++ > 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a compile
+    --timing;
+    default_done = true;
+    return 4.0;
+  };
+  SearchResult r = Search(c.region, options);
+  EXPECT_FALSE(overlapped) << "a candidate timed beside the default lowering";
+  EXPECT_FALSE(default_on_caller);
+  EXPECT_GE(compiled, 2);
+  ASSERT_TRUE(r.report.default_us.has_value());
+  EXPECT_EQ(*r.report.default_us, 4.0);
+  EXPECT_FALSE(r.graph.has_value()) << "the default lowering (4 us) beats every candidate (10 us)";
 }
 
 // A candidate the GPU cannot run gives way to the next: as many are timed.
