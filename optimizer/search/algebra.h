@@ -39,6 +39,10 @@ class FieldAlgebra {
   Value Binary(OpKind op, Value a, Value b) const;
   Value Add(Value a, Value b) const { return f_.Add(a, b); }
   Value Mul(Value a, Value b) const { return f_.Mul(a, b); }
+  // The sum of a[i * sa] * b[i * sb] for i < n (a matmul's element).
+  Value Dot(const Value* a, int64_t sa, const Value* b, int64_t sb, int64_t n) const {
+    return f_.Dot(a, sa, b, sb, n);
+  }
   Value Round(DType, Value x) const { return x; }  // exact arithmetic has no rounding
   bool Equal(Value a, Value b) const { return a == b; }
   // Stabilized exponentials (see above).
@@ -62,6 +66,12 @@ class FloatAlgebra {
   Value Binary(OpKind op, Value a, Value b) const;
   Value Add(Value a, Value b) const { return a + b; }
   Value Mul(Value a, Value b) const { return a * b; }
+  // The sum of a[i * sa] * b[i * sb] for i < n, added in order from 0.
+  Value Dot(const Value* a, int64_t sa, const Value* b, int64_t sb, int64_t n) const {
+    Value acc = 0;
+    for (int64_t i = 0; i < n; ++i) acc = Add(acc, Mul(a[i * sa], b[i * sb]));
+    return acc;
+  }
   // Rounds to a 16-bit float as a cast would.
   Value Round(DType dtype, Value x) const;
   // Stabilized exponentials: the running max, as the kernels keep it. A

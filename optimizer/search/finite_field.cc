@@ -65,15 +65,6 @@ uint64_t ReduceSigned(int64_t v, uint64_t m) {
   return (negative && r != 0) ? m - r : r;
 }
 
-uint64_t AddMod(uint64_t a, uint64_t b, uint64_t m) {  // a, b < m < 2^63
-  const uint64_t s = a + b;
-  return s >= m ? s - m : s;
-}
-
-uint64_t SubMod(uint64_t a, uint64_t b, uint64_t m) {  // a, b < m
-  return a >= b ? a - b : a + (m - b);
-}
-
 // b^-1 mod m for 0 < b < m < 2^63, m prime. Extended Euclid rather than
 // b^(m-2): ~40 word divisions instead of ~120 128-bit ones. The Bezout
 // coefficient stays within (-m, m), so it is tracked modulo 2^64 in
@@ -96,9 +87,6 @@ uint64_t InverseMod(uint64_t b, uint64_t m) {
 
 }  // namespace
 
-uint64_t MulMod(uint64_t a, uint64_t b, uint64_t m) {
-  return static_cast<uint64_t>(static_cast<unsigned __int128>(a) * b % m);
-}
 
 uint64_t PowMod(uint64_t a, uint64_t e, uint64_t m) {
   if (m == 1) return 0;
@@ -212,19 +200,6 @@ FieldElement Field::Constant(double value) const {
   return RandomElement(key_, kConstant, {std::bit_cast<uint64_t>(value)}, p_, q_);
 }
 
-FieldElement Field::Add(FieldElement a, FieldElement b) const {
-  return {AddMod(a.p, b.p, p_), AddMod(a.q, b.q, q_)};
-}
-
-FieldElement Field::Sub(FieldElement a, FieldElement b) const {
-  return {SubMod(a.p, b.p, p_), SubMod(a.q, b.q, q_)};
-}
-
-FieldElement Field::Neg(FieldElement a) const { return {SubMod(0, a.p, p_), SubMod(0, a.q, q_)}; }
-
-FieldElement Field::Mul(FieldElement a, FieldElement b) const {
-  return {MulMod(a.p, b.p, p_), MulMod(a.q, b.q, q_)};
-}
 
 FieldElement Field::Div(FieldElement a, FieldElement b) const {
   return {b.p == 0 ? 0 : MulMod(a.p, InverseMod(b.p, p_), p_),

@@ -189,11 +189,7 @@ absl::StatusOr<DenseArray<V>> EvaluateRegion(const Region& region, const std::ve
           const int64_t oa = BroadcastOffset(c, batch_a, sa), ob = BroadcastOffset(c, batch_b, sb);
           for (int64_t r = 0; r < m; ++r) {
             for (int64_t col = 0; col < n; ++col) {
-              V acc = alg.Zero();
-              for (int64_t x = 0; x < kk; ++x) {
-                acc = alg.Add(acc, alg.Mul(a.data[oa + r * kk + x], b.data[ob + x * n + col]));
-              }
-              out.data[k_out++] = acc;
+              out.data[k_out++] = alg.Dot(a.data.data() + oa + r * kk, 1, b.data.data() + ob + col, n, kk);
             }
           }
         });

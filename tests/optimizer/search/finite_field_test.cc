@@ -93,6 +93,20 @@ TEST(FiniteFieldPrimeTest, MulModAndPowModNearTheTop) {
   EXPECT_EQ(PowMod(5, 3, 1), 0u);
 }
 
+// The one-division reduction agrees with the compiler's 128-bit `%`, also
+// where the quotient does not fit in 64 bits (it then takes that path).
+TEST(FiniteFieldPrimeTest, Reduce128AgreesWithTheWideRemainder) {
+  std::mt19937_64 rng(5);
+  for (uint64_t m : {uint64_t{3}, kMersenne61, (uint64_t{1} << 62) - 57, kBelow2To64}) {
+    for (int i = 0; i < 1000; ++i) {
+      const unsigned __int128 v = (static_cast<unsigned __int128>(rng()) << 64) | rng();
+      ASSERT_EQ(Reduce128(v, m), static_cast<uint64_t>(v % m)) << m;
+      const unsigned __int128 low = v % (static_cast<unsigned __int128>(m) << 64);  // quotient below 2^64
+      ASSERT_EQ(Reduce128(low, m), static_cast<uint64_t>(low % m)) << m;
+    }
+  }
+}
+
 void ExpectValidField(const Field& f) {
   EXPECT_TRUE(IsPrime64(f.p())) << f.p();
   EXPECT_TRUE(IsPrime64(f.q())) << f.q();
@@ -149,6 +163,26 @@ TEST_F(FiniteFieldLawsTest, RingAxioms) {
     EXPECT_EQ(f_.Sub(a, b), f_.Add(a, f_.Neg(b)));
     EXPECT_EQ(f_.Add(a, zero), a);
     EXPECT_EQ(f_.Mul(a, one), a);
+  }
+}
+
+// Dot, which reduces three products at a time, is the sum of the
+// products one at a time: on random residues and on the largest (p - 1,
+// q - 1: the bound its grouping relies on), at every length around its
+// groups of three, with strides.
+TEST_F(FiniteFieldLawsTest, DotIsTheSumOfTheProducts) {
+  const FieldElement top = {f_.p() - 1, f_.q() - 1};
+  for (bool largest : {false, true}) {
+    for (int64_t n : {0, 1, 2, 3, 4, 5, 6, 7, 17, 128}) {
+      for (int64_t stride : {1, 3}) {
+        std::vector<FieldElement> a(n * stride), b(n * stride);
+        for (FieldElement& x : a) x = largest ? top : Next();
+        for (FieldElement& x : b) x = largest ? top : Next();
+        FieldElement sum = f_.Integer(0);
+        for (int64_t i = 0; i < n; ++i) sum = f_.Add(sum, f_.Mul(a[i * stride], b[i * stride]));
+        EXPECT_EQ(f_.Dot(a.data(), stride, b.data(), stride, n), sum) << n << " " << stride << " " << largest;
+      }
+    }
   }
 }
 
