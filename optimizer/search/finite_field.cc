@@ -1,5 +1,6 @@
 #include "optimizer/search/finite_field.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <initializer_list>
@@ -85,8 +86,19 @@ uint64_t InverseMod(uint64_t b, uint64_t m) {
   return (t0 >> 63) ? t0 + m : t0;
 }
 
-}  // namespace
+// The inverse of b mod m; a row's elements mostly share their divisor
+// (softmax's row sum), so each thread keeps its last one per component.
+uint64_t CachedInverse(uint64_t b, uint64_t m, int component) {
+  thread_local uint64_t last_m[2] = {0, 0}, last_b[2] = {0, 0}, last_inverse[2] = {0, 0};
+  if (last_m[component] != m || last_b[component] != b) {
+    last_m[component] = m;
+    last_b[component] = b;
+    last_inverse[component] = InverseMod(b, m);
+  }
+  return last_inverse[component];
+}
 
+}  // namespace
 
 uint64_t PowMod(uint64_t a, uint64_t e, uint64_t m) {
   if (m == 1) return 0;
@@ -201,13 +213,36 @@ FieldElement Field::Constant(double value) const {
 }
 
 
+Field::Field(uint64_t p, uint64_t q, uint64_t w, uint64_t key) : p_(p), q_(q), w_(w), key_(key) {
+  const int bytes = (std::bit_width(q - 1) + 7) / 8;
+  auto powers = std::make_shared<std::vector<uint64_t>>(256 * std::max(bytes, 1));
+  uint64_t base = w;  // w^(2^(8i))
+  for (int i = 0; i < std::max(bytes, 1); ++i) {
+    uint64_t power = 1;
+    for (int j = 0; j < 256; ++j) {
+      (*powers)[256 * i + j] = power;
+      power = MulMod(power, base, p);
+    }
+    base = power;  // w^(256 * 2^(8i))
+  }
+  powers_ = std::move(powers);
+}
+
 FieldElement Field::Div(FieldElement a, FieldElement b) const {
-  return {b.p == 0 ? 0 : MulMod(a.p, InverseMod(b.p, p_), p_),
-          b.q == 0 ? 0 : MulMod(a.q, InverseMod(b.q, q_), q_)};
+  return {b.p == 0 ? 0 : MulMod(a.p, CachedInverse(b.p, p_, 0), p_),
+          b.q == 0 ? 0 : MulMod(a.q, CachedInverse(b.q, q_, 1), q_)};
 }
 
 FieldElement Field::Exp(FieldElement a) const {
-  return {PowMod(w_, a.q, p_), RandomElement(key_, kExpQ, {a.p, a.q}, p_, q_).q};
+  // One table entry per byte of a.q (below q, so the table covers it).
+  const std::vector<uint64_t>& powers = *powers_;
+  const uint64_t q_component = RandomElement(key_, kExpQ, {a.p, a.q}, p_, q_).q;
+  if (a.q >= q_) return {PowMod(w_, a.q, p_), q_component};  // (not a residue: never from this class)
+  uint64_t result = powers[a.q & 255];
+  for (uint64_t rest = a.q >> 8, i = 1; rest != 0; rest >>= 8, ++i) {
+    result = MulMod(result, powers[256 * i + (rest & 255)], p_);
+  }
+  return {result, q_component};
 }
 
 FieldElement Field::Arbitrary(uint64_t site) const { return RandomElement(key_, kArbitrary, {site}, p_, q_); }

@@ -9,6 +9,8 @@
 #define KILN_OPTIMIZER_SEARCH_FINITE_FIELD_H_
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tensor/op.h"
@@ -65,8 +67,12 @@ class Field {
   FieldElement Opaque(OpKind op, FieldElement a, FieldElement b) const;
 
  private:
-  Field(uint64_t p, uint64_t q, uint64_t w, uint64_t key) : p_(p), q_(q), w_(w), key_(key) {}
+  Field(uint64_t p, uint64_t q, uint64_t w, uint64_t key);
   uint64_t p_, q_, w_, key_;
+  // w^(j * 2^(8i)) mod p at [256 * i + j], for the bytes i of an exponent
+  // below q: an exponential is a product of one entry per byte (4
+  // products for q below 2^40, not PowMod's 60 or so).
+  std::shared_ptr<const std::vector<uint64_t>> powers_;
 };
 
 // Deterministic Miller-Rabin for 64-bit integers.

@@ -68,4 +68,17 @@ absl::StatusOr<int64_t> ViewOffset(const ugraph::View& view, const std::vector<i
   return off;
 }
 
+absl::StatusOr<std::vector<int64_t>> ViewStrides(const ugraph::View& view, const std::vector<int64_t>& tensor_shape,
+                                                 size_t rank) {
+  std::vector<int64_t> unit(rank, 0), strides(rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    unit[d] = 1;
+    absl::StatusOr<int64_t> off = ViewOffset(view, tensor_shape, unit);
+    if (!off.ok()) return off.status();
+    strides[d] = *off;
+    unit[d] = 0;
+  }
+  return strides;
+}
+
 }  // namespace kiln::search::interpret_internal
