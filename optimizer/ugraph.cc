@@ -94,6 +94,14 @@ int SplitGridAxis(const BlockGraph& b) {
   return -1;
 }
 
+int64_t LaunchedBlocks(const BlockGraph& b) {
+  int64_t blocks = b.loop_split;
+  for (const LaunchDim& d : b.grid) {
+    if (d.extent.rank() > 0) blocks *= (d.extent[0].max_value() + d.tile - 1) / d.tile;
+  }
+  return blocks;
+}
+
 std::string BlockKindName(BlockKind kind) {
   switch (kind) {
     case BlockKind::kPointwise: return "pointwise";

@@ -276,6 +276,15 @@ inline constexpr int64_t kMaxLoopSplit = 64;
 // extent), or -1 when the loop is not split or no axis is free.
 int SplitGridAxis(const BlockGraph& b);
 
+// The blocks a kernel launches: each grid dim's extent (a symbolic one at
+// its largest) over its tile, times a split loop's blocks.
+int64_t LaunchedBlocks(const BlockGraph& b);
+
+// The multiprocessors the cost model and the code generator plan for (an
+// H100 SXM's and an H200's): how many blocks run at once, and whether an SM
+// ever holds more than one of a grid's blocks.
+inline constexpr int64_t kPlannedSms = 132;
+
 // ---------------------------------------------------------------- graph
 
 struct Kernel {

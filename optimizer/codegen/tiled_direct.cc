@@ -53,7 +53,15 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
     const InputPlan& in = inputs_[bm];
     if (PlanMma(static_cast<int>(i), /*step=*/false)) {
       MatmulPlan& plan = matmuls_[i];
-      plan.flush = plan.k_groups * plan.m16s * 16 * plan.cols;
+      plan.flush = plan.k_groups > 1 ? plan.k_groups * plan.m16s * 16 * plan.cols : 0;  // EmitMmaFlush
+      // A warp with few tiles runs one chain of dependent mma.sync a step:
+      // two accumulators halve it (gated_mlp_bs8's two products of 8 rows:
+      // 26.8 us on an H100, 26.2 paired). Not where the sums are rescaled
+      // each step (the online softmax's).
+      if (plan.per_warp <= 2 && b_.tile_ops[fused_into_[i]].rescale < 0) {
+        plan.paired = true;
+        registers_ += 4 * plan.per_warp;
+      }
       PlanARing(static_cast<int>(i));
       continue;
     }
@@ -369,8 +377,18 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   if (plan.step) e_.Linef("float d[", plan.per_warp, "][4] = {};");
   // Warps past the tiles of a step's product have none.
   if (plan.step && tiles < warps) e_.Open(absl::StrCat("if (warp < ", tiles, ")"));
-  e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", Length(RowAxis(bm)), "; c += ", plan.k_groups,
-                       ")"));
+  const std::string length = Length(RowAxis(bm));
+  if (plan.paired) {
+    // Even k chunks into d, odd ones into its pair: two chains of
+    // dependent mma.sync, not one.
+    e_.Open(absl::StrCat("for (int c0 = ", MmaGroup(i), "; c0 * 16 < ", length, "; c0 += ", 2 * plan.k_groups, ")"));
+    e_.Line("#pragma unroll");
+    e_.Open("for (int odd = 0; odd < 2; ++odd)");
+    e_.Linef("const int c = c0 + odd * ", plan.k_groups, ";");
+    e_.Open(absl::StrCat("if (c * 16 < ", length, ")"));
+  } else {
+    e_.Open(absl::StrCat("for (int c = ", MmaGroup(i), "; c * 16 < ", length, "; c += ", plan.k_groups, ")"));
+  }
   e_.Line("const int k = c * 16 + (lane & 15);");
   const bool shared_a = SharedA(i);
   if (shared_a) {
@@ -385,9 +403,14 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   DeclareMmaTile(i);
   if (!shared_a) EmitMmaA(i);
   EmitMmaB(i, "v");
-  e_.Linef("mma_", DTypeSuffix(op.dtype), "(", d, "[j], fa, fb);");
+  e_.Linef("mma_", DTypeSuffix(op.dtype), "(", plan.paired ? absl::StrCat("(odd ? ", d, "b : ", d, ")") : d,
+           "[j], fa, fb);");
   e_.Close();
   e_.Close();
+  if (plan.paired) {
+    e_.Close();
+    e_.Close();
+  }
   if (plan.step) {
     // The fragments into the product's tile, its rows only, in pairs.
     e_.Line("#pragma unroll");
@@ -441,6 +464,29 @@ void TiledGenerator::EmitMmaFlush(int i) {
   const int target = fused_into_[i];
   const std::string part = FlushScratch();
   const int64_t group = plan.m16s * 16 * plan.cols;  // floats of a k group's sums
+  const std::string sums = absl::StrCat("d", i, "[j][h]", plan.paired ? absl::StrCat(" + d", i, "b[j][h]") : "");
+  if (plan.k_groups == 1) {
+    // Each element's sums are in one lane's fragments: added straight into
+    // the tile, with no scratch and no barriers of their own (gated_mlp_bs8:
+    // four of its eight after the loop).
+    e_.Linef("// x", target, " += x", i, "'s tensor-core sums, each lane its fragments' elements");
+    Read(target, false);
+    e_.Open("");
+    DeclareMmaLane();
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
+    DeclareMmaTile(i);
+    e_.Line("#pragma unroll");
+    e_.Open("for (int h = 0; h < 4; ++h)");
+    e_.Line("const int r = m0 + g + 8 * (h / 2);");
+    e_.Linef(plan.rows % 16 == 0 ? "" : absl::StrCat("if (r < ", plan.rows, ") "), Buffer(target), "[r * ",
+             plan.cols, " + v * 8 + t2 + h % 2] += ", sums, ";");
+    e_.Close();
+    e_.Close();
+    e_.Close();
+    Wrote(target, false);
+    return;
+  }
   e_.Linef("// x", target, " += x", i, "'s tensor-core sums: fragments to the scratch, k groups added in order");
   Sync();  // the scratch may hold another product's sums
   e_.Open("");
@@ -450,8 +496,8 @@ void TiledGenerator::EmitMmaFlush(int i) {
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
   DeclareMmaTile(i);
   e_.Line("#pragma unroll");
-  e_.Linef("for (int h = 0; h < 4; ++h) part[(m0 + g + 8 * (h / 2)) * ", plan.cols, " + v * 8 + t2 + h % 2] = d", i,
-           "[j][h];");
+  e_.Linef("for (int h = 0; h < 4; ++h) part[(m0 + g + 8 * (h / 2)) * ", plan.cols, " + v * 8 + t2 + h % 2] = ",
+           sums, ";");
   e_.Close();
   e_.Close();
   Sync();

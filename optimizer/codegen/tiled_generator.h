@@ -325,6 +325,9 @@ class TiledGenerator {
     // across the loop): each warp owns whole n8 tiles (k_groups 1) and
     // writes them out after its k chunks.
     bool step = false;
+    // A direct product's odd k chunks summed into a second set of
+    // fragments (d<i>b), added to the first at the flush.
+    bool paired = false;
     // Floats of scratch its flush after the loop takes (direct only).
     int64_t flush = 0;
     // A step's product whose B is a computed f32 tile (QK-norm's

@@ -119,7 +119,7 @@ double ReachedBandwidth(double inflight, double peak, const CostConstants& c) {
 }  // namespace
 
 double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstants& constants) {
-  constexpr double kBandwidth = 3.0e12, kFlops = 50e12, kSms = 132;
+  constexpr double kBandwidth = 3.0e12, kFlops = 50e12, kSms = ugraph::kPlannedSms;
   double total = 0;
   for (size_t k = 0; k < graph.kernels.size(); ++k) {
     const ugraph::BlockGraph& b = graph.kernels[k].block;
@@ -128,7 +128,7 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
       return static_cast<double>((NominalSize(d.extent[0]) + d.tile - 1) / d.tile);
     };
     const double split = static_cast<double>(b.loop_split);
-    const double blocks = count(b.grid[0]) * count(b.grid[1]) * count(b.grid[2]) * split;
+    const double blocks = static_cast<double>(ugraph::LaunchedBlocks(b));
     const double steps = std::max(1.0, std::ceil(count(b.forloop) / split));
     auto tiles = ugraph::AnalyzeTiles(b);
     if (!tiles.ok()) return kInfeasibleUs;

@@ -22,6 +22,7 @@ using testing::Mean;
 using testing::RmsNormLinear;
 using testing::SymbolicDimsRefused;
 using testing::TiledGraph;
+using testing::Tiles;
 
 void ExpectCompiles(const KernelGraph& graph) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
@@ -130,6 +131,22 @@ TEST(TiledCodegen, ASplitSumIsBehindABarrierBeforeItIsStored) {
   ExpectCompiles(g.graph());
 }
 
+TEST(TiledCodegen, RingStagesCountOnlyTheBlocksTheGridGivesAnSm) {
+  // gated_mlp_bs8's schedule: 64 blocks, each streaming two 128 x 64 weight
+  // tiles a step. Three stages would let two blocks share an SM (6 steps in
+  // flight there), but with 64 blocks on 132 SMs none does: four stages.
+  const Tiles tiles{.m = 8, .k = 128, .n = 64};
+  absl::StatusOr<codegen::KernelSource> few = Generate(GatedMlp(DType::kF16, 8, 4096, 4096, tiles));
+  ASSERT_TRUE(few.ok()) << few.status();
+  EXPECT_THAT(few->source, ::testing::HasSubstr("// 4 stages of 1024 vectors"));
+  // With 4 blocks for every SM, two such blocks an SM with 3 stages each
+  // keep more steps in flight.
+  absl::StatusOr<codegen::KernelSource> many =
+      Generate(GatedMlp(DType::kF16, 8 * 16, 4096, 4096 * 33 / 16, tiles));
+  ASSERT_TRUE(many.ok()) << many.status();
+  EXPECT_THAT(many->source, ::testing::HasSubstr("// 3 stages of 1024 vectors"));
+}
+
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
   KernelGraph graph = GatedMlp(DType::kF16, 4, 128, 64, {.split = 0});
   EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("loop_split=0"));
@@ -166,7 +183,11 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   EXPECT_THAT(code, ::testing::HasSubstr("summed into x3 after the loop: on tensor cores"));
   EXPECT_THAT(code, ::testing::HasSubstr("load_a_fragment_x4(fa, &ring0[stage * 128 + "));
   EXPECT_THAT(code, ::testing::HasSubstr("load_b_fragment_trans(fb, &ring1[stage * 512 + ((k * 8 + v) ^"));
-  EXPECT_THAT(code, ::testing::HasSubstr("mma_f16(d2[j], fa, fb);"));
+  // Even and odd k chunks into two sets of fragments (two chains of
+  // dependent mma.sync), added into the accumulator tile by the lanes that
+  // hold them: no scratch.
+  EXPECT_THAT(code, ::testing::HasSubstr("mma_f16((odd ? d2b : d2)[j], fa, fb);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("x3[r * 64 + v * 8 + t2 + h % 2] += d2[j][h] + d2b[j][h];"));
   EXPECT_THAT(code, ::testing::HasSubstr("read from the ring by its users (no tile)"));
   EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x0 =")));
   // The sum of squares is kept per thread in registers over its own ring
