@@ -154,6 +154,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   int64_t min_blocks = 1;  // resident blocks per SM the registers must allow
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
+  std::vector<MatmulPath> op_paths;
   int64_t step_barriers = 0, mma_warps = 0, step_threads = b.threads;
   switch (b.kind) {
     case BlockKind::kPointwise:
@@ -173,6 +174,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       min_blocks = tiled->min_blocks;
       inflight_bytes = tiled->inflight_bytes;
       matmul_path = tiled->matmul_path;
+      op_paths = tiled->op_paths;
       step_barriers = tiled->step_barriers;
       mma_warps = tiled->mma_warps;
       step_threads = tiled->step_threads;
@@ -188,6 +190,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.min_blocks = min_blocks;
   out.inflight_bytes = inflight_bytes;
   out.matmul_path = matmul_path;
+  out.op_paths = std::move(op_paths);
   out.step_barriers = step_barriers;
   out.mma_warps = mma_warps;
   out.step_threads = step_threads;

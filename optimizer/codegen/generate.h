@@ -38,6 +38,9 @@ struct KernelSource {
   // staged loads; one load per thread for the others). 0: not known.
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
+  // kTiled: per tile op, the path its matmul runs on (kNone for the other
+  // ops); matmul_path is the slowest of them.
+  std::vector<MatmulPath> op_paths;
   // Barriers (__syncthreads) one loop step takes: each stalls the block's
   // warps until the slowest arrives, so a step of several is a chain of
   // latencies that more bytes in flight do not hide. 0: no loop.

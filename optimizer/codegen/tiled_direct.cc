@@ -186,11 +186,12 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   if (rows > 128 || depth % 16 != 0 || RowAxis(bm).size != depth || cols % 8 != 0 || b_.threads % 32 != 0) {
     return false;
   }
-  // B's ring: rows of k with 8 vectors or more along n (swizzled for
-  // ldmatrix .trans), or rows of n with its vectors along k (b_rows).
+  // B's ring: rows of k with 2, 4 or a multiple of 8 vectors along n
+  // (swizzled for ldmatrix .trans), or rows of n with its vectors along k
+  // (b_rows).
   const int64_t row_vectors = in.row_vectors();
   if (!b_tile && !matmuls_[i].b_rows &&
-      (in.vector_axis != static_cast<int>(in.task_sizes.size()) - 1 || row_vectors % 8 != 0 ||
+      (in.vector_axis != static_cast<int>(in.task_sizes.size()) - 1 || !Swizzles(row_vectors) ||
        cols != row_vectors * in.width)) {
     return false;
   }
@@ -217,8 +218,8 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   plan.depth = depth;
   if (!b_tile) {
     in.direct = in.cross_read = true;
-    // Conflict-free ldmatrix needs 8 vectors a row to swizzle over.
-    in.swizzle = row_vectors % 8 == 0;
+    // Conflict-free ldmatrix needs a row swizzled (SlotIndex).
+    in.swizzle = Swizzles(row_vectors);
   }
   registers_ += 4 * plan.per_warp + 12;
   return true;

@@ -252,15 +252,20 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   return absl::OkStatus();
 }
 
-MatmulPath TiledGenerator::matmul_path() const {
-  MatmulPath path = MatmulPath::kNone;
+std::vector<MatmulPath> TiledGenerator::op_paths() const {
+  std::vector<MatmulPath> paths(b_.tile_ops.size(), MatmulPath::kNone);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !needed_[i]) continue;
-    const MatmulPath p = matmuls_[i].mma      ? MatmulPath::kTensorCores
-                         : matmuls_[i].direct ? MatmulPath::kRegisters
-                                              : MatmulPath::kSharedMemory;
-    path = std::max(path, p);  // the enum runs fastest to slowest
+    paths[i] = matmuls_[i].mma      ? MatmulPath::kTensorCores
+               : matmuls_[i].direct ? MatmulPath::kRegisters
+                                    : MatmulPath::kSharedMemory;
   }
+  return paths;
+}
+
+MatmulPath TiledGenerator::matmul_path() const {
+  MatmulPath path = MatmulPath::kNone;
+  for (const MatmulPath p : op_paths()) path = std::max(path, p);  // the enum runs fastest to slowest
   return path;
 }
 
@@ -743,6 +748,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.workspace_bytes_per_point = ugraph::SplitWorkspaceBytesPerPoint(block);
   out.inflight_bytes = generator.inflight_bytes();
   out.matmul_path = generator.matmul_path();
+  out.op_paths = generator.op_paths();
   out.step_barriers = generator.step_barriers();
   out.mma_warps = generator.mma_warps();
   out.step_threads = generator.step_threads();

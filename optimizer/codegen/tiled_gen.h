@@ -24,7 +24,8 @@ struct TiledKernel {
   int64_t min_blocks = 1;
   // Bytes a block has requested at once in a loop step (KernelSource).
   int64_t inflight_bytes = 0;
-  MatmulPath matmul_path = MatmulPath::kNone;
+  MatmulPath matmul_path = MatmulPath::kNone;  // the slowest of op_paths
+  std::vector<MatmulPath> op_paths;            // per tile op: a matmul's path, kNone otherwise
   // Barriers a loop step takes, warps that issue its mma (KernelSource).
   int64_t step_barriers = 0;
   int64_t mma_warps = 0;

@@ -91,6 +91,7 @@ class TiledGenerator {
   int64_t inflight_bytes() const;
   // How the slowest of its matmuls runs.
   MatmulPath matmul_path() const;
+  std::vector<MatmulPath> op_paths() const;
   // Barriers a loop step takes (counted as it is emitted).
   int64_t step_barriers() const { return step_barriers_; }
   // Warps that issue tensor-core products (the most of any product).
@@ -155,14 +156,23 @@ class TiledGenerator {
   // Slot `task` of input i's ring at `stage`.
   // A swizzled ring (read across threads by ldmatrix) keeps vector v of
   // row k at v ^ (k % 8) within its row, so that 8 rows' vectors at one
-  // column fall in different banks.
+  // column fall in different banks. Rows of 4 or 2 vectors (8 rows span 2
+  // or 4 rows of banks) xor v with k / 2 % 4 or k / 4 % 2 instead: the
+  // same 8 rows again fill the 8 bank groups.
   std::string RingSlot(int i, const std::string& stage, const std::string& task) const {
     return absl::StrCat("ring", i, "[", stage, " * ", inputs_[i].tasks, " + ", SlotIndex(i, task), "]");
   }
   // Where task `task` of input i sits within a stage (swizzled or not).
   std::string SlotIndex(int i, const std::string& task) const {
     const InputPlan& plan = inputs_[i];
-    return plan.swizzle ? absl::StrCat("((", task, ") ^ ((", task, ") / ", plan.row_vectors(), " & 7))") : task;
+    if (!plan.swizzle) return task;
+    const int64_t rv = plan.row_vectors();
+    return rv % 8 == 0 ? absl::StrCat("((", task, ") ^ ((", task, ") / ", rv, " & 7))")
+                       : absl::StrCat("((", task, ") ^ ((", task, ") / 8 & ", rv - 1, "))");
+  }
+  // Whether rows of `row_vectors` 16-byte vectors can be swizzled (SlotIndex).
+  static bool Swizzles(int64_t row_vectors) {
+    return row_vectors % 8 == 0 || row_vectors == 4 || row_vectors == 2;
   }
   // Element (row, col) of input i's rank-2 ring tile at `stage`, widened to
   // f32 (vectors run along its last axis, tasks in row-major order).

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -137,8 +138,11 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, static_cast<int>(k));
     if (!source.ok()) return kInfeasibleUs;
     const double resident = static_cast<double>(std::max<int64_t>(1, source->min_blocks));
-    const bool tensor_cores = source->matmul_path == codegen::MatmulPath::kTensorCores;
+    // Flops by the path that runs them: each matmul's own (op_paths), the
+    // other ops' at the kernel's slowest matmul's rate (as before there
+    // were per-op paths).
     double unique_bytes = 0, step_bytes = 0, other_bytes = 0, flops = 0;
+    std::map<codegen::MatmulPath, double> matmul_flops;
     double step_elements = 0;  // the step's largest computed tile (see phases_us)
     for (const std::vector<int>* tensors : {&graph.kernels[k].inputs, &graph.kernels[k].outputs}) {
       for (int t : *tensors) {
@@ -161,10 +165,11 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
       } else if (op.kind == ugraph::TileOp::Kind::kMatmul) {
         // Tensor cores take rows in slabs of 16 (one query row of decode
         // costs a whole slab).
+        const codegen::MatmulPath path = i < source->op_paths.size() ? source->op_paths[i] : source->matmul_path;
         const double rows = static_cast<double>(t.axes[t.axes.size() - 2].size);
-        const double slab_rows = tensor_cores ? std::ceil(rows / 16) * 16 : rows;
-        flops += 2.0 * static_cast<double>(t.elements()) / rows * slab_rows *
-                 static_cast<double>((*tiles)[op.args[0]].axes.back().size) * reps;
+        const double slab_rows = path == codegen::MatmulPath::kTensorCores ? std::ceil(rows / 16) * 16 : rows;
+        matmul_flops[path] += 2.0 * static_cast<double>(t.elements()) / rows * slab_rows *
+                              static_cast<double>((*tiles)[op.args[0]].axes.back().size) * reps;
       } else {
         flops += static_cast<double>(t.elements()) * reps;
       }
@@ -195,21 +200,24 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     // (mma.sync, fragments flushed through shared memory), FMAs on
     // registers, FMAs on shared-memory tiles (rmsnorm_linear_bs8 ran at
     // about 12 TFLOP/s that way).
-    double rate = kFlops;
-    switch (source->matmul_path) {
-      case codegen::MatmulPath::kTensorCores:
-        // mma.sync's latency is hidden by other warps, and each warp's
-        // other instructions by the rest: the flash path's steps ran at
-        // about 70 TFLOP/s with 4 warps issuing and 99 with 8 on an H100
-        // (gqa_bs8, query tiles of 64 and 128 rows), so as the square root
-        // of the warps, to 200 with 32.
-        rate = 200e12 * std::sqrt(std::min(1.0, resident * static_cast<double>(source->mma_warps) / 32.0));
-        break;
-      case codegen::MatmulPath::kRegisters: rate = 25e12; break;
-      case codegen::MatmulPath::kSharedMemory: rate = 10e12; break;
-      case codegen::MatmulPath::kNone: break;
-    }
-    const double compute_us = blocks * flops / rate * 1e6 / std::min(1.0, blocks / kSms);
+    const auto rate = [&](codegen::MatmulPath path) {
+      switch (path) {
+        case codegen::MatmulPath::kTensorCores:
+          // mma.sync's latency is hidden by other warps, and each warp's
+          // other instructions by the rest: the flash path's steps ran at
+          // about 70 TFLOP/s with 4 warps issuing and 99 with 8 on an H100
+          // (gqa_bs8, query tiles of 64 and 128 rows), so as the square root
+          // of the warps, to 200 with 32.
+          return 200e12 * std::sqrt(std::min(1.0, resident * static_cast<double>(source->mma_warps) / 32.0));
+        case codegen::MatmulPath::kRegisters: return 25e12;
+        case codegen::MatmulPath::kSharedMemory: return 10e12;
+        case codegen::MatmulPath::kNone: break;
+      }
+      return kFlops;
+    };
+    double block_compute_s = flops / rate(source->matmul_path);
+    for (const auto& [path, f] : matmul_flops) block_compute_s += f / rate(path);
+    const double compute_us = blocks * block_compute_s * 1e6 / std::min(1.0, blocks / kSms);
     // Each loop step ends in a barrier (CostConstants::step_us per step and
     // wave); a step of several barriers is a chain of phases per block,
     // overlapped with the memory traffic but not hidden by it.

@@ -226,8 +226,11 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
   // Split loops: 4 blocks per grid point, and 3 blocks of odd loop tiles
   // (some of them with no step at the smallest K). A sum of (x + 1)^2,
   // kept in registers, must skip the zeros past K's end. The 1/K of the
-  // mean on each step's sum and on each square, whole and split.
+  // mean on each step's sum and on each square, whole and split. Tiles of
+  // 32 and 16 columns: tensor cores on rows of 4 and 2 swizzled vectors.
   const Variant variants[] = {{{}, false},
+                              {{.n = 32}, false},
+                              {{.m = 16, .k = 64, .n = 16, .split = 3}, false},
                               {{.m = 5, .k = 30, .n = 24}, false},
                               {{}, true},
                               {{.split = 4}, false},
@@ -275,10 +278,9 @@ TEST_F(GpuTiledCodegen, GatedMlpMatchesACpuLoop) {
       const std::vector<double> gate = MatmulRef(dtype, x, w1, s.m, s.k, s.n);
       std::vector<double> expected = MatmulRef(dtype, x, w2, s.m, s.k, s.n);
       for (size_t i = 0; i < expected.size(); ++i) expected[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
-      for (int64_t split : {1, 5}) {
-        SCOPED_TRACE(absl::StrCat("split ", split));
-        absl::StatusOr<std::vector<float>> out =
-            Run(GatedMlp(dtype, s.m, s.k, s.n, {.k = 32, .split = split}), {{0, x}, {1, w1}, {2, w2}}, 3);
+      for (const Tiles& tiles : {Tiles{.k = 32}, Tiles{.k = 32, .split = 5}, Tiles{.m = 8, .k = 128, .n = 32}}) {
+        SCOPED_TRACE(absl::StrCat("tiles ", tiles.m, "x", tiles.k, "x", tiles.n, " split ", tiles.split));
+        absl::StatusOr<std::vector<float>> out = Run(GatedMlp(dtype, s.m, s.k, s.n, tiles), {{0, x}, {1, w1}, {2, w2}}, 3);
         ASSERT_TRUE(out.ok()) << out.status();
         EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
       }
@@ -324,6 +326,10 @@ TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
         absl::StatusOr<std::vector<float>> split =
             Run(Lora(dtype, s.m, s.k, s.n, kRank, {.split = 2}), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
         ASSERT_TRUE(split.ok()) << split.status();
+        // All rows a block, 32 columns: both products on tensor cores.
+        absl::StatusOr<std::vector<float>> narrow =
+            Run(Lora(dtype, s.m, s.k, s.n, kRank, {.m = 16, .k = 128, .n = 32}), {{0, x}, {1, w}, {2, a}, {3, b}}, 4);
+        ASSERT_TRUE(narrow.ok()) << narrow.status();
         // X @ A is an f32 sum the second matmul rounds to its dtype.
         const std::vector<double> xa = MatmulRef(DType::kF32, x, a, s.m, s.k, kRank);
         std::vector<float> xa_rounded(xa.size());
@@ -333,6 +339,7 @@ TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
         for (size_t i = 0; i < expected.size(); ++i) expected[i] += xab[i];
         EXPECT_TRUE(testing::AllClose(*out, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
         EXPECT_TRUE(testing::AllClose(*split, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
+        EXPECT_TRUE(testing::AllClose(*narrow, Stored(dtype, expected), Tolerance(dtype), Tolerance(dtype)));
       }
     }
   }

@@ -147,6 +147,22 @@ TEST(TiledCodegen, RingStagesCountOnlyTheBlocksTheGridGivesAnSm) {
   EXPECT_THAT(many->source, ::testing::HasSubstr("// 3 stages of 1024 vectors"));
 }
 
+TEST(TiledCodegen, NarrowWeightTilesRunOnTensorCoresThroughASwizzledRing) {
+  // LoRA with all 16 rows a block and 32 columns: W's ring rows are 4
+  // vectors, A's (rank 16) 2. Both products run on tensor cores, their
+  // rings swizzled so that ldmatrix's 8 rows fall in 8 bank groups.
+  absl::StatusOr<codegen::KernelSource> source =
+      Generate(Lora(DType::kF16, 16, 256, 4096, 16, {.m = 16, .k = 128, .n = 32}));
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string& code = source->source;
+  EXPECT_THAT(code, ::testing::HasSubstr("x2 = matmul f16 x0 x1, summed into x3 after the loop: on tensor cores"));
+  EXPECT_THAT(code, ::testing::HasSubstr("x5 = matmul f16 x0 x4, summed into x6 after the loop: on tensor cores"));
+  EXPECT_THAT(code, ::testing::HasSubstr("load_b_fragment_trans(fb, &ring1[stage * 512 + ((k * 4 + v) ^ ((k * 4 + v) / 8 & 3))]"));
+  EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring1[issue_stage * 512 + ((l) ^ ((l) / 8 & 3))]"));
+  EXPECT_THAT(code, ::testing::HasSubstr("load_b_fragment_trans(fb, &ring4[stage * 256 + ((k * 2 + v) ^ ((k * 2 + v) / 8 & 1))]"));
+  ExpectCompiles(Lora(DType::kF16, 16, 256, 4096, 16, {.m = 16, .k = 128, .n = 32}));
+}
+
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
   KernelGraph graph = GatedMlp(DType::kF16, 4, 128, 64, {.split = 0});
   EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("loop_split=0"));
@@ -214,19 +230,20 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
 
 TEST(TiledCodegen, AShiftedSumOfSquaresStaysInRegistersAndSkipsTheTail) {
   absl::StatusOr<codegen::KernelSource> source =
-      Generate(RmsNormLinear(DType::kF16, 2, 4097, 6144, {.m = 2, .k = 256, .n = 32}, false, 1.0));
+      Generate(RmsNormLinear(DType::kF16, 2, 4097, 6144, {.m = 2, .k = 256, .n = 8}, false, 1.0));
   ASSERT_TRUE(source.ok()) << source.status();
-  // The register form of the product reads X's column from its ring; the
+  // The register form of the product (8 columns: one vector a row, which
+  // ldmatrix's swizzle cannot spread) reads X's column from its ring; the
   // chain (x + 1)^2 is evaluated only for in-range k.
   EXPECT_THAT(source->source, ::testing::HasSubstr("(from its ring), in registers"));
   EXPECT_THAT(source->source, ::testing::HasSubstr("if (c + j < kn) rs"));
   EXPECT_THAT(source->source, ::testing::HasSubstr("op_mul(op_add(e, 0x1p+0f), op_add(e, 0x1p+0f))"));
   EXPECT_EQ(source->matmul_path, codegen::MatmulPath::kRegisters);
-  // 4 stages of 17 KiB and 3 blocks an SM: the flush's scratch holds a
+  // 4 stages of 5 KiB and 4 blocks an SM: the flush's scratch holds a
   // warp's sums (its lanes add theirs by shuffles), not every thread's.
-  EXPECT_THAT(source->source, ::testing::HasSubstr("4 stages of 1024 vectors"));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("4 stages of 256 vectors"));
   EXPECT_THAT(source->source, ::testing::HasSubstr("__shfl_xor_sync(0xffffffffu, d2[m][j], 4)"));
-  EXPECT_EQ(source->min_blocks, 3);
+  EXPECT_EQ(source->min_blocks, 4);
 }
 
 TEST(TiledCodegen, ASumScaledBeforeItsAccumulatorStaysInRegisters) {
