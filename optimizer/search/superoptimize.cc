@@ -165,7 +165,10 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
       } else if (op.kind == ugraph::TileOp::Kind::kMatmul) {
         // Tensor cores take rows in slabs of 16 (one query row of decode
         // costs a whole slab).
-        const codegen::MatmulPath path = i < source->op_paths.size() ? source->op_paths[i] : source->matmul_path;
+        // (A product the generator folds into another's code, such as the
+        // flash path's, has no path of its own: the kernel's.)
+        codegen::MatmulPath path = i < source->op_paths.size() ? source->op_paths[i] : codegen::MatmulPath::kNone;
+        if (path == codegen::MatmulPath::kNone) path = source->matmul_path;
         const double rows = static_cast<double>(t.axes[t.axes.size() - 2].size);
         const double slab_rows = path == codegen::MatmulPath::kTensorCores ? std::ceil(rows / 16) * 16 : rows;
         matmul_flops[path] += 2.0 * static_cast<double>(t.elements()) / rows * slab_rows *
