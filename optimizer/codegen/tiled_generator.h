@@ -192,8 +192,12 @@ class TiledGenerator {
   // The staged loads' issue (into raw registers) or their conversion.
   void EmitStaged(int i, bool issue);
   // Opens (and closes) the loop over this thread's tasks of input i, `it`
-  // and `l` (task threadIdx.x + it * threads), skipping l past its tasks.
-  void OpenThreadTasks(int i);
+  // and `l` (task threadIdx.x + it * threads, or with `from_last`
+  // threads - 1 - threadIdx.x + it * threads), skipping l past its tasks.
+  void OpenThreadTasks(int i, bool from_last = false);
+  // Whether direct tensor-core products p and q can share one loop and its
+  // A fragments (same A from its ring, same tiles and k chunks).
+  bool SameMmaLoop(int p, int q) const;
   void CloseThreadTasks(int i);
   void DeclareRaw(int i);
   void EmitDirect(int i);
@@ -338,6 +342,10 @@ class TiledGenerator {
     // A direct product's odd k chunks summed into a second set of
     // fragments (d<i>b), added to the first at the flush.
     bool paired = false;
+    // A direct product whose A fragments another's loop loads (shares_a_of:
+    // that product; -1 none), and the products sharing this one's.
+    int shares_a_of = -1;
+    std::vector<int> sharing_a;
     // Floats of scratch its flush after the loop takes (direct only).
     int64_t flush = 0;
     // A step's product whose B is a computed f32 tile (QK-norm's

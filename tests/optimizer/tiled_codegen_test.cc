@@ -163,6 +163,20 @@ TEST(TiledCodegen, NarrowWeightTilesRunOnTensorCoresThroughASwizzledRing) {
   ExpectCompiles(Lora(DType::kF16, 16, 256, 4096, 16, {.m = 16, .k = 128, .n = 32}));
 }
 
+TEST(TiledCodegen, ProductsOfOneARunInOneLoopOnItsFragments) {
+  // silu(X@W1) * (X@W2): both products read X's ring on the same tiles, so
+  // one loop over k chunks loads each A fragment once and issues both.
+  absl::StatusOr<codegen::KernelSource> source =
+      Generate(GatedMlp(DType::kF16, 8, 4096, 4096, {.m = 8, .k = 128, .n = 64}));
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string& code = source->source;
+  EXPECT_THAT(code, ::testing::HasSubstr("x2 = matmul f16 x0 x1 and x5 = matmul f16 x0 x4, summed into x3 and x6"));
+  EXPECT_THAT(code, ::testing::HasSubstr("x5 = matmul f16 x0 x4: in x2's loop"));
+  EXPECT_EQ(code.find("load_a_fragment"), code.rfind("load_a_fragment"));
+  EXPECT_THAT(code, ::testing::HasSubstr("mma_f16((odd ? d2b : d2)[j], fa, fb);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("mma_f16((odd ? d5b : d5)[j], fa, fb);"));
+}
+
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
   KernelGraph graph = GatedMlp(DType::kF16, 4, 128, 64, {.split = 0});
   EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("loop_split=0"));
@@ -194,6 +208,14 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring1[issue_stage * 512 + ((l) ^ ((l) / 8 & 7))]"));
   EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring0[issue_stage * 128 + ((l) ^ ((l) / 8 & 7))]"));
   EXPECT_THAT(code, ::testing::HasSubstr("if (knr > 0)"));
+  // X's 128 copies a step go to the last threads; the sum of squares over
+  // them stays with the first, so no warp does both.
+  const size_t x_issue = code.find("// x0 = input #0: issue");
+  ASSERT_NE(x_issue, std::string::npos);
+  EXPECT_EQ(code.find("const int l = ", x_issue), code.find("const int l = 255 - threadIdx.x + it * 256;", x_issue));
+  const size_t squares = code.find("reduce_sum axis 1 x4");
+  ASSERT_NE(squares, std::string::npos);
+  EXPECT_EQ(code.find("const int l = ", squares), code.find("const int l = threadIdx.x + it * 256;", squares));
   // The product runs on tensor cores, both operands straight from the ring
   // (X has no f32 tile), and goes into its accumulator after the loop.
   EXPECT_THAT(code, ::testing::HasSubstr("summed into x3 after the loop: on tensor cores"));
