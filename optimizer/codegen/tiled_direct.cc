@@ -512,7 +512,7 @@ void TiledGenerator::EmitMmaFlush(int i) {
   if (plan.k_groups == 1) {
     // Each element's sums are in one lane's fragments: added straight into
     // the tile, with no scratch and no barriers of their own (gated_mlp_bs8:
-    // four of its eight after the loop).
+    // four of the seven after its loop).
     e_.Linef("// x", target, " += x", i, "'s tensor-core sums, each lane its fragments' elements");
     Read(target, false);
     e_.Open("");
