@@ -94,11 +94,13 @@ int SplitGridAxis(const BlockGraph& b) {
   return -1;
 }
 
+int64_t NominalTiles(const LaunchDim& d) {
+  return d.extent.rank() == 0 ? 1 : (d.extent[0].max_value() + d.tile - 1) / d.tile;
+}
+
 int64_t LaunchedBlocks(const BlockGraph& b) {
   int64_t blocks = b.loop_split;
-  for (const LaunchDim& d : b.grid) {
-    if (d.extent.rank() > 0) blocks *= (d.extent[0].max_value() + d.tile - 1) / d.tile;
-  }
+  for (const LaunchDim& d : b.grid) blocks *= NominalTiles(d);
   return blocks;
 }
 

@@ -276,8 +276,12 @@ inline constexpr int64_t kMaxLoopSplit = 64;
 // extent), or -1 when the loop is not split or no axis is free.
 int SplitGridAxis(const BlockGraph& b);
 
-// The blocks a kernel launches: each grid dim's extent (a symbolic one at
-// its largest) over its tile, times a split loop's blocks.
+// A launch dim's tiles: its extent (a symbolic one at its largest) over its
+// tile; 1 with no extent.
+int64_t NominalTiles(const LaunchDim& d);
+
+// The blocks a kernel launches: its grid dims' NominalTiles, times a split
+// loop's blocks.
 int64_t LaunchedBlocks(const BlockGraph& b);
 
 // The multiprocessors the cost model and the code generator plan for (an

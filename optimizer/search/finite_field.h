@@ -77,7 +77,7 @@ class Field {
 
 // Deterministic Miller-Rabin for 64-bit integers.
 bool IsPrime64(uint64_t n);
-// (a * b) mod m and a^e mod m without overflow.
+// a^e mod m without overflow.
 uint64_t PowMod(uint64_t a, uint64_t e, uint64_t m);
 // v mod m.
 inline uint64_t Reduce128(unsigned __int128 v, uint64_t m) {
@@ -95,6 +95,7 @@ inline uint64_t Reduce128(unsigned __int128 v, uint64_t m) {
 #endif
   return static_cast<uint64_t>(v % m);
 }
+// (a * b) mod m without overflow.
 inline uint64_t MulMod(uint64_t a, uint64_t b, uint64_t m) {
   return Reduce128(static_cast<unsigned __int128>(a) * b, m);
 }

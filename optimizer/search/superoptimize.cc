@@ -32,7 +32,6 @@ constexpr size_t kMaxCacheBytes = 16 << 20;
 
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-// Runs f(i) for i in [0, n) on `threads` workers.
 // Joins a thread (if it runs) when it leaves scope.
 struct JoinOnExit {
   std::thread& thread;
@@ -41,6 +40,7 @@ struct JoinOnExit {
   }
 };
 
+// Runs f(i) for i in [0, n) on `threads` workers.
 void ParallelFor(int n, int threads, const std::function<void(int)>& f) {
   std::atomic<int> next{0};
   std::vector<std::thread> workers;
@@ -124,13 +124,9 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
   double total = 0;
   for (size_t k = 0; k < graph.kernels.size(); ++k) {
     const ugraph::BlockGraph& b = graph.kernels[k].block;
-    auto count = [](const ugraph::LaunchDim& d) -> double {
-      if (d.extent.rank() == 0) return 1;
-      return static_cast<double>((NominalSize(d.extent[0]) + d.tile - 1) / d.tile);
-    };
     const double split = static_cast<double>(b.loop_split);
     const double blocks = static_cast<double>(ugraph::LaunchedBlocks(b));
-    const double steps = std::max(1.0, std::ceil(count(b.forloop) / split));
+    const double steps = std::max(1.0, std::ceil(static_cast<double>(ugraph::NominalTiles(b.forloop)) / split));
     auto tiles = ugraph::AnalyzeTiles(b);
     if (!tiles.ok()) return kInfeasibleUs;
     // Blocks an SM holds at once: what the generated kernel's registers and
