@@ -77,7 +77,12 @@ void Emitter::Close(absl::string_view tail) {
   Line(tail);
 }
 
-std::string Emitter::Fresh(absl::string_view prefix) { return absl::StrCat(prefix, counter_++); }
+std::string Emitter::Fresh(absl::string_view prefix) {
+  std::string name = absl::StrCat(prefix, counter_++);
+  // Not a name the tile library takes for a type (i64).
+  if (name == "i64") name = absl::StrCat(prefix, counter_++);
+  return name;
+}
 
 std::string Emitter::DimExpr(const Dim& d) const {
   if (d.is_concrete()) return absl::StrCat(d.value(), "LL");

@@ -76,6 +76,7 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.sum = sum;
     flash_.keys_split = keys_split;
     registers_ += 4 * ((keys_split ? 2 : s_plan.n8s) + pv_plan.n8s) + 8;
+    registers_ += ((keys_split ? 2 : s_plan.n8s) + pv_plan.n8s) / 2;  // DeclareFlashOffsets
     const int a = b_.tile_ops[s].args[0], b1 = b_.tile_ops[s].args[1];
     flash_.a_registers =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
@@ -136,6 +137,8 @@ void TiledGenerator::EmitFlashStep() {
   const int64_t sn = split ? 2 : s.n8s;
   const std::string first = split ? "2 * warp" : "0", col0 = split ? "warp * 16 + " : "";
   OpenFlashWarps();
+  DeclareFlashOffsets(flash_.scores, sn, first);
+  DeclareFlashOffsets(flash_.pv, pv.n8s, "0");
   // 1. S = A @ B1: the warp's 16 rows, its columns.
   e_.Linef("float sc[", sn, "][4] = {};");
   if (flash_.a_registers) e_.Line("#pragma unroll");
@@ -146,7 +149,7 @@ void TiledGenerator::EmitFlashStep() {
   } else {
     EmitMmaA(flash_.scores);
   }
-  EmitFlashProducts(flash_.scores, "sc", sn, first);
+  EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
   e_.Close();
   // 2. The rows' max over this step's columns (a quad holds a row), the
   // running max and the factor the sums so far take.
@@ -213,7 +216,7 @@ void TiledGenerator::EmitFlashStep() {
   e_.Linef("fa[2] = ", pack, "(sc[2 * c + 1][0], sc[2 * c + 1][1]);");
   e_.Linef("fa[3] = ", pack, "(sc[2 * c + 1][2], sc[2 * c + 1][3]);");
   e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
-  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), pv.n8s, "0");
+  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), pv.n8s, "0", absl::StrCat("(", col0, "c * 16)"));
   e_.Close();
   CloseFlashWarps();
   e_.Close();
@@ -232,13 +235,29 @@ void TiledGenerator::CloseFlashWarps() {
   if (FlashWarpsIdle()) e_.Close();
 }
 
-void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first) {
+bool TiledGenerator::FlashPairsB(int mm, int64_t count) const {
+  const MatmulPlan& plan = matmuls_[mm];
+  return !plan.b_tile && !plan.b_rows && count % 2 == 0;
+}
+
+void TiledGenerator::DeclareFlashOffsets(int mm, int64_t count, const std::string& first) {
+  if (!FlashPairsB(mm, count)) return;
+  const int b = BInput(mm);
+  e_.Linef("int bo", mm, "[", count / 2, "];  // x", mm, "'s B: the lane's ldmatrix rows in a stage, rows 0-15");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int j = 0; j < ", count / 2, "; ++j) bo", mm, "[j] = ",
+           SlotIndex(b, absl::StrCat("(lane & 15) * ", inputs_[b].row_vectors(), " + ", first, " + 2 * j + (lane >> 4)")),
+           ";");
+}
+
+void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
+                                       const std::string& k_rows) {
   const TileOp& op = b_.tile_ops[mm];
   const MatmulPlan& plan = matmuls_[mm];
   const std::string mma = absl::StrCat("mma_", DTypeSuffix(op.dtype));
   e_.Line("#pragma unroll");
   // (B by rows, K stored as the cache holds it: a fragment per column of tiles.)
-  if (plan.b_tile || plan.b_rows || count % 2 != 0) {
+  if (!FlashPairsB(mm, count)) {
     e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; ++v)"));
     EmitMmaB(mm, absl::StrCat("(", first, " + v)"));
     e_.Linef(mma, "(", acc, "[v], fa, fb);");
@@ -249,9 +268,8 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   const int b = BInput(mm);
   e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; v += 2)"));
   e_.Line("unsigned fb[4];");
-  e_.Linef("load_b_fragments_trans_x2(fb, &",
-           RingSlot(b, "stage", absl::StrCat("k * ", inputs_[b].row_vectors(), " + ", first, " + v + (lane >> 4)")),
-           ");");
+  e_.Linef("load_b_fragments_trans_x2(fb, &ring", b, "[stage * ", inputs_[b].tasks, " + ", k_rows, " * ",
+           inputs_[b].row_vectors(), " + bo", mm, "[v / 2]]);");
   if (plan.b_scale >= 0) {
     e_.Open("");
     EmitScaleB(mm, "fb", absl::StrCat(first, " + v"));

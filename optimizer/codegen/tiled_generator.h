@@ -151,7 +151,17 @@ class TiledGenerator {
   // issues the copies that reuse the previous step's stage.
   bool BarrierFirst() const;
   void EmitRingIssue(const std::string& step, const std::string& stage);
+  // Declares ring_whole: whether every copy this thread issues at a whole
+  // step (every loop coordinate in range) is a whole vector, in range and
+  // aligned. Such steps, all but a block's last in most kernels, issue
+  // their copies with no checks (EmitWholeCopies): the checked copies took
+  // about 25 instructions and two branches each.
+  void EmitRingWhole();
+  void EmitWholeCopies(int i);
   void EmitRingPrologue();
+  // Whether input i's ring copies go to the block's last threads (see
+  // EmitStaged).
+  bool CopiesFromLast(int i) const;
   void EmitRingStep();
   // Slot `task` of input i's ring at `stage`.
   // A swizzled ring (read across threads by ldmatrix) keeps vector v of
@@ -188,6 +198,13 @@ class TiledGenerator {
   // Loads task `task` of input i into `raw` (registers), or, with `slot`
   // set, copies it asynchronously into that ring slot.
   void EmitIssue(int i, const std::string& task, const std::string& raw, const std::string& slot = "");
+  // Input i's tensor (a kernel parameter) and the element offset of its
+  // tile coordinates `coords` at this block and step.
+  std::string InputPointer(int i) const;
+  std::string InputOffset(int i, const std::vector<std::string>& coords) const;
+  // Whether the vector at `coords` (its first element) lies wholly in range
+  // (empty: always).
+  std::string WholeVector(int i, const std::vector<std::string>& coords) const;
   void EmitConvert(int i, const std::string& task, const std::string& raw);
   // The staged loads' issue (into raw registers) or their conversion.
   void EmitStaged(int i, bool issue);
@@ -461,8 +478,20 @@ class TiledGenerator {
   };
   // One k chunk of flash product mm into the fragments `acc`[v] for
   // `count` columns of tiles from column `first` (A in `fa`): B's
-  // fragments two columns of tiles per ldmatrix from the ring.
-  void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first);
+  // fragments two columns of tiles per ldmatrix from the ring, its rows
+  // from `k_rows` (a multiple of 16; the lane adds its own).
+  void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
+                         const std::string& k_rows);
+  // Whether flash product mm reads B two columns of tiles per ldmatrix.
+  bool FlashPairsB(int mm, int64_t count) const;
+  // Declares bo<mm>: where in a stage the lane's ldmatrix rows of each
+  // pair of B's columns of tiles start, for rows 0-15 (see
+  // EmitFlashProducts). A step's k chunk adds its rows times the row's
+  // vectors: the swizzle of rows 16 apart is the same (RingSlot), so only
+  // the stage and an offset known at compile time change (recomputing
+  // the swizzle took two instructions an ldmatrix: 0.9 us of gqa_bs8's
+  // 34 on an H100).
+  void DeclareFlashOffsets(int mm, int64_t count, const std::string& first);
   void EmitKeysSplitFlush();
   // Whether warps past the query tile's slabs idle in the flash code (rows
   // owned by warps, fewer slabs than warps); Open declares the warp's first

@@ -80,18 +80,12 @@ std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& ta
 void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string& raw, const std::string& slot) {
   const InputPlan& plan = inputs_[i];
   const TileInfo& t = tiles_[i];
-  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
-  const std::string ptr = absl::StrCat("p.t[", e_.Slot(view.tensor), "]");
+  const std::string ptr = InputPointer(i);
   const std::string load = absl::StrCat("load_bits_", DTypeSuffix(plan.dtype));
   const size_t bytes = DTypeSize(plan.dtype);
   const std::vector<std::string> coords = TaskCoords(i, task);
-  const auto offset = [&](const std::vector<std::string>& c) {
-    std::vector<std::string> g(c.size());
-    for (size_t d = 0; d < c.size(); ++d) g[d] = Global(t.axes[d], c[d]);
-    return e_.Offset(view, g);  // plain arithmetic: fine out of range too
-  };
   const std::string off = e_.Fresh("off");
-  e_.Linef("const i64 ", off, " = ", offset(coords), ";");
+  e_.Linef("const i64 ", off, " = ", InputOffset(i, coords), ";");
   if (plan.width == 1) {
     const std::string in_range = InRange(t, coords);
     e_.Linef(raw, " = ", in_range.empty() ? "" : absl::StrCat(in_range, " ? "), load, "(", ptr, ", ", off,
@@ -100,11 +94,7 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
   }
   // The whole vector in range and aligned: one load; else element by element.
   const int va = plan.vector_axis;
-  std::string whole = InRange(t, coords, va);
-  const TileAxis& along = t.axes[va];
-  if (along.source == Source::kGrid || along.source == Source::kLoop) {
-    absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords[va], " + ", plan.width, " <= ", Length(along));
-  }
+  const std::string whole = WholeVector(i, coords);
   if (slot.empty()) e_.Linef(raw, " = make_uint4(0u, 0u, 0u, 0u);");
   e_.Open(absl::StrCat("if (", whole.empty() ? "" : whole + " && ", "aligned16(", ptr, ", ", off, ", ", bytes,
                        "))"));
@@ -123,13 +113,36 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
   std::vector<std::string> element = coords;
   element[va] = absl::StrCat("(", coords[va], " + j)");
   const std::string element_off = e_.Fresh("off");
-  e_.Linef("const i64 ", element_off, " = ", offset(element), ";");
+  e_.Linef("const i64 ", element_off, " = ", InputOffset(i, element), ";");
   const std::string in_range = InRange(t, element);
   e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "set_vector_bits(", raw, ", j, ", load,
            "(", ptr, ", ", element_off, "), ", bytes, ");");
   e_.Close();
   if (!slot.empty()) e_.Linef(slot, " = ", raw, ";");
   e_.Close();
+}
+
+std::string TiledGenerator::InputPointer(int i) const {
+  return absl::StrCat("p.t[", e_.Slot(b_.inputs[b_.tile_ops[i].input].view.tensor), "]");
+}
+
+std::string TiledGenerator::InputOffset(int i, const std::vector<std::string>& coords) const {
+  const TileInfo& t = tiles_[i];
+  std::vector<std::string> g(coords.size());
+  for (size_t d = 0; d < coords.size(); ++d) g[d] = Global(t.axes[d], coords[d]);
+  return e_.Offset(b_.inputs[b_.tile_ops[i].input].view, g);  // plain arithmetic: fine out of range too
+}
+
+std::string TiledGenerator::WholeVector(int i, const std::vector<std::string>& coords) const {
+  const InputPlan& plan = inputs_[i];
+  const TileInfo& t = tiles_[i];
+  const int va = plan.vector_axis;
+  std::string whole = InRange(t, coords, va);
+  const TileAxis& along = t.axes[va];
+  if (along.source == Source::kGrid || along.source == Source::kLoop) {
+    absl::StrAppend(&whole, whole.empty() ? "" : " && ", coords[va], " + ", plan.width, " <= ", Length(along));
+  }
+  return whole;
 }
 
 void TiledGenerator::EmitConvert(int i, const std::string& task, const std::string& raw) {
@@ -193,7 +206,7 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
   // run the step's sums over their own vectors (RMSNorm's sum of squares),
   // and every warp waits at the barrier for the slowest (rmsnorm_linear_bs1:
   // 20.55 -> 20.30-20.34 us on an H100).
-  OpenThreadTasks(i, /*from_last=*/issue && plan.ring && BarrierFirst() && 2 * plan.tasks <= b_.threads);
+  OpenThreadTasks(i, /*from_last=*/issue && CopiesFromLast(i));
   if (plan.ring) {
     issue ? EmitIssue(i, "l", "v", RingSlot(i, "issue_stage", "l")) : EmitConvert(i, "l", RingSlot(i, "stage", "l"));
   } else {
@@ -202,6 +215,10 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
   }
   CloseThreadTasks(i);
   if (!issue) Wrote(i, false);
+}
+
+bool TiledGenerator::CopiesFromLast(int i) const {
+  return inputs_[i].ring && BarrierFirst() && 2 * inputs_[i].tasks <= b_.threads;
 }
 
 void TiledGenerator::OpenThreadTasks(int i, bool from_last) {
@@ -306,8 +323,16 @@ void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& s
   e_.Linef("const int issue_stage = ", stage, ";");
   loop_start_ = "kr";
   loop_length_ = "knr";
-  // Steps past this block's last are never read: no copies (an empty group).
-  e_.Open("if (knr > 0)");
+  // A whole step where every copy of this thread is a whole aligned
+  // vector in range (ring_whole): the copies without their checks. Else
+  // the checked ones; steps past this block's last are never read: no
+  // copies (an empty group).
+  e_.Open(absl::StrCat("if (ring_whole && knr == ", b_.forloop.tile, ")"));
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (inputs_[i].ring && inputs_[i].ring_of < 0) EmitWholeCopies(static_cast<int>(i));
+  }
+  e_.Close();
+  e_.Open("else if (knr > 0)");
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     if (inputs_[i].ring && inputs_[i].ring_of < 0) EmitStaged(static_cast<int>(i), /*issue=*/true);
   }
@@ -317,8 +342,49 @@ void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& s
   e_.Line("copy_async_commit();");
 }
 
+void TiledGenerator::EmitWholeCopies(int i) {
+  const InputPlan& plan = inputs_[i];
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.per_thread, " whole copies of ", plan.width,
+           " ", DTypeName(plan.dtype), " per thread");
+  OpenThreadTasks(i, CopiesFromLast(i));
+  const std::vector<std::string> coords = TaskCoords(i, "l");
+  e_.Linef("copy_async16(&", RingSlot(i, "issue_stage", "l"), ", ", InputPointer(i), ", ", InputOffset(i, coords),
+           ", ", DTypeSize(plan.dtype), ");");
+  CloseThreadTasks(i);
+}
+
+void TiledGenerator::EmitRingWhole() {
+  // At a whole step every loop coordinate is in range, so what decides is
+  // the thread's other coordinates and the alignment, the same at every
+  // step where it holds at the first two (the offsets are linear in the
+  // loop coordinate).
+  const std::string tile = absl::StrCat(b_.forloop.tile, "LL");
+  e_.Line("// whether each of this thread's ring copies is a whole aligned vector in range at every whole step");
+  e_.Line("bool ring_whole = true;");
+  loop_length_ = tile;
+  for (size_t k = 0; k < b_.tile_ops.size(); ++k) {
+    const int i = static_cast<int>(k);
+    if (!inputs_[i].ring || inputs_[i].ring_of >= 0) continue;
+    OpenThreadTasks(i, CopiesFromLast(i));
+    const std::vector<std::string> coords = TaskCoords(i, "l");
+    const std::string whole = WholeVector(i, coords);
+    const std::string bytes = absl::StrCat(DTypeSize(inputs_[i].dtype));
+    loop_start_ = "0LL";
+    const std::string first = InputOffset(i, coords);
+    loop_start_ = tile;
+    const std::string second = InputOffset(i, coords);
+    e_.Linef("ring_whole = ring_whole && ", whole.empty() ? "" : absl::StrCat(whole, " && "), "aligned16(",
+             InputPointer(i), ", ", first, ", ", bytes, ") && aligned16(", InputPointer(i), ", ", second, ", ", bytes,
+             ");");
+    CloseThreadTasks(i);
+  }
+  loop_start_ = "k0";
+  loop_length_ = "kn";
+}
+
 void TiledGenerator::EmitRingPrologue() {
   if (stages_ == 0) return;
+  EmitRingWhole();
   e_.Linef("// the first ", stages_ - 1, " steps' vector tiles, copied asynchronously into the ring");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", stages_ - 1, "; ++j)"));

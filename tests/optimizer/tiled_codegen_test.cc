@@ -177,6 +177,43 @@ TEST(TiledCodegen, ProductsOfOneARunInOneLoopOnItsFragments) {
   EXPECT_THAT(code, ::testing::HasSubstr("mma_f16((odd ? d5b : d5)[j], fa, fb);"));
 }
 
+TEST(TiledCodegen, WholeStepsIssueTheirRingCopiesWithoutChecks) {
+  // A step whose loop coordinates are all in range issues each copy
+  // straight from its offset, where ring_whole (worked out once, before the
+  // loop) says the thread's copies are whole aligned vectors in range; the
+  // checked copies stay for the rest (a tail step, a partial block, an
+  // unaligned view). Both the ring's prologue and its steps take them.
+  for (const int64_t k : {4096, 4000}) {
+    SCOPED_TRACE(k);
+    const KernelGraph graph = GatedMlp(DType::kF16, 8, k, 4096, {.m = 8, .k = 128, .n = 64});
+    absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+    ASSERT_TRUE(source.ok()) << source.status();
+    const std::string& code = source->source;
+    const size_t declared = code.find("bool ring_whole = true;");
+    const size_t prologue = code.find("if (ring_whole && knr == 128) {");
+    const size_t step = code.find("for (i64 step = step_begin");
+    ASSERT_NE(declared, std::string::npos) << code;
+    ASSERT_NE(prologue, std::string::npos) << code;
+    ASSERT_NE(step, std::string::npos) << code;
+    EXPECT_LT(declared, prologue);
+    EXPECT_LT(prologue, step);
+    const size_t whole = code.find("if (ring_whole && knr == 128) {", step);
+    const size_t checked = code.find("else if (knr > 0) {", whole);
+    ASSERT_NE(whole, std::string::npos) << code;
+    ASSERT_NE(checked, std::string::npos) << code;
+    const std::string fast = code.substr(whole, checked - whole);
+    EXPECT_EQ(fast.find("aligned16"), std::string::npos) << fast;
+    EXPECT_EQ(fast.find("set_vector_bits"), std::string::npos) << fast;
+    int copies = 0;
+    for (size_t at = fast.find("copy_async16("); at != std::string::npos; at = fast.find("copy_async16(", at + 1)) {
+      ++copies;
+    }
+    EXPECT_EQ(copies, 3) << fast;  // X, W1 and W2
+    EXPECT_NE(code.find("aligned16", checked), std::string::npos);
+    ExpectCompiles(graph);
+  }
+}
+
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
   KernelGraph graph = GatedMlp(DType::kF16, 4, 128, 64, {.split = 0});
   EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("loop_split=0"));

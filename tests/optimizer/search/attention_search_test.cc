@@ -183,6 +183,28 @@ TEST(AttentionSearch, QkNormReadsKFromTheRingScaledByItsRsqrt) {
   }
 }
 
+// The flash step's ldmatrix reads of K and V take the stage, the k chunk's
+// rows (known when unrolled) and the lane's offset worked out before the
+// step's products: no swizzle in the step. Rows 16 apart swizzle alike, in
+// rings of 8 vectors a row (head dim 64) as of 16 (head dim 128).
+TEST(AttentionSearch, TheFlashStepReadsBAtOffsetsWorkedOutBeforeItsProducts) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const FusedCase& c : {AttentionCase(2, 256, 64, 4096), AttentionCase(2, 128, 128, 1000)}) {
+    SCOPED_TRACE(c.name);
+    SearchResult r = Search(c.region);
+    ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+    const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(*r.graph, 0));
+    const size_t step = source.source.find("for (i64 step = step_begin");
+    ASSERT_NE(step, std::string::npos) << source.source;
+    const std::string loop = source.source.substr(step);
+    EXPECT_THAT(loop, ::testing::HasSubstr("the lane's ldmatrix rows in a stage, rows 0-15"));
+    EXPECT_THAT(loop, ::testing::ContainsRegex(R"(load_b_fragments_trans_x2\(fb, &ring[0-9]+\[stage \* [0-9]+ \+ c \* 16 \* [0-9]+ \+ bo[0-9]+\[v / 2\]\]\);)"));
+    EXPECT_THAT(loop, ::testing::ContainsRegex(R"(load_b_fragments_trans_x2\(fb, &ring[0-9]+\[stage \* [0-9]+ \+ \(c \* 16\) \* [0-9]+ \+ bo[0-9]+\[v / 2\]\]\);)"));
+    EXPECT_EQ(loop.find("load_b_fragments_trans_x2(fb, &ring1[stage * 512 + (("), std::string::npos);
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+  }
+}
+
 // The normalizations are fixed, not searched, but still verified: the
 // found kernel with K normalized over its keys instead of its head dim, or
 // with Q's rsqrt dropped, fails over the finite fields.
