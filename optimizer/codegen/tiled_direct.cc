@@ -593,6 +593,12 @@ void TiledGenerator::EmitDirectFlush() {
       EmitFlashFlush();
       continue;
     }
+    if (!fragment_.products.empty() &&
+        std::find(fragment_.products.begin(), fragment_.products.end(), static_cast<int>(i)) !=
+            fragment_.products.end()) {
+      if (static_cast<int>(i) == fragment_.products[0]) EmitFragmentEpilogue();
+      continue;
+    }
     if (plan.mma) {
       EmitMmaFlush(static_cast<int>(i));
       continue;

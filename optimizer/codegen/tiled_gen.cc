@@ -182,6 +182,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   PlanNeeded();
   DropFlashTiles();
   PlanStoredOps(uses);
+  PlanFragmentEpilogue(uses);
   // A buffer per tile but constants (literals), products and sums added
   // straight into their accumulator, tiles read only from registers or the
   // ring, and ops nothing needs; each 16-byte aligned for vector reads.
@@ -561,6 +562,7 @@ void TiledGenerator::PlanStoredOps(const std::vector<int>& uses) {
 
 void TiledGenerator::EmitStores() {
   for (const ugraph::OutputSaver& o : b_.outputs) {
+    if (FragmentOutput(o.value)) continue;  // stored from the fragments
     const TileInfo& t = tiles_[o.value];
     const TileOp& op = b_.tile_ops[o.value];
     const ugraph::DTensor& tensor = e_.graph().tensors[o.tensor];
@@ -641,7 +643,7 @@ absl::Status TiledGenerator::Generate() {
   bool loop = false;
   for (size_t i = 0; i < n; ++i) {
     loop = loop || phase_[i] == Phase::kLoop;
-    if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate) continue;
+    if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate || !needed_[i]) continue;
     Read(static_cast<int>(i), true);
     e_.Linef("// x", i, " = 0");
     OpenLinear(tiles_[i].elements());

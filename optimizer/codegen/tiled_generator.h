@@ -2,6 +2,7 @@
 // tiled_gen.cc (planning, the tile ops, phases and stores), tiled_load.cc
 // (reading input tiles), tiled_matmul.cc and tiled_direct.cc (products),
 // tiled_flash.cc (attention's scores, softmax and P@V in registers),
+// tiled_fragment_epilogue.cc (outputs computed from tensor-core fragments),
 // tiled_register_sum.cc (sums kept in registers), tiled_stable_exp.cc (the
 // online softmax) and tiled_split.cc (split loops' hand-over). Internal to
 // optimizer/codegen.
@@ -601,6 +602,22 @@ class TiledGenerator {
   // tile, no pass of its own (PlanStoredOps).
   std::vector<bool> computed_by_store_;
   void PlanStoredOps(const std::vector<int>& uses);
+  // The epilogue from fragments (tiled_fragment_epilogue.cc): where every
+  // output is elementwise, after the loop, on the accumulators of
+  // tensor-core products of one k group each and the same fragment layout,
+  // each lane stores the outputs at its fragments' elements. `products`:
+  // those products (none: not planned); `ops`: by op, computed there (no
+  // tile; the accumulators' flushes and the ops' passes are not emitted).
+  struct FragmentEpilogue {
+    std::vector<int> products;
+    std::vector<bool> ops;
+  };
+  FragmentEpilogue fragment_;
+  void PlanFragmentEpilogue(const std::vector<int>& uses);
+  bool FragmentOutput(int value) const { return !fragment_.products.empty() && fragment_.ops[value]; }
+  // Op x's value at the lane's fragment element (j, h).
+  std::string FragmentValue(int x) const;
+  void EmitFragmentEpilogue();
   // An elementwise op's operands read (barrier where needed); whether one
   // is broadcast (not the op's shape).
   bool ReadOperands(int i);

@@ -214,6 +214,39 @@ TEST(TiledCodegen, WholeStepsIssueTheirRingCopiesWithoutChecks) {
   }
 }
 
+TEST(TiledCodegen, GatedMlpStoresItsOutputFromTheFragments) {
+  // silu(X@W1) * (X@W2): both products' sums sit in one lane each (one k
+  // group), so each lane stores the output at its fragments' elements. No
+  // accumulator tile is zeroed or flushed, and nothing after the loop
+  // passes over a tile. Also with rows that leave a fragment's lower half
+  // out (3), and in bf16.
+  for (const int64_t m : {8, 3}) {
+    for (const DType dtype : {DType::kF16, DType::kBF16}) {
+      SCOPED_TRACE(absl::StrCat(m, " rows, ", DTypeName(dtype)));
+      const KernelGraph graph = GatedMlp(dtype, m, 4096, 4096, {.m = 8, .k = 128, .n = 64});
+      absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+      ASSERT_TRUE(source.ok()) << source.status();
+      const std::string& code = source->source;
+      EXPECT_THAT(code, ::testing::HasSubstr("from x2, x5's fragments: each lane its elements"));
+      EXPECT_THAT(code, ::testing::HasSubstr("op_silu((0.0f + (d2[j][h] + d2b[j][h])))"));
+      EXPECT_THAT(code, ::testing::HasSubstr("(0.0f + (d5[j][h] + d5b[j][h]))"));
+      EXPECT_THAT(code, ::testing::HasSubstr("if (r >= 8) continue;"));
+      EXPECT_EQ(code.find("// x3 = 0"), std::string::npos) << code;
+      EXPECT_EQ(code.find("tensor-core sums"), std::string::npos) << code;
+      const size_t after = code.find("copy_async_wait<0>();");
+      ASSERT_NE(after, std::string::npos) << code;
+      // One barrier after the loop: the grid point's end.
+      EXPECT_EQ(code.find("__syncthreads();", after), code.rfind("__syncthreads();")) << code;
+      ExpectCompiles(graph);
+    }
+  }
+  // RMSNorm's rows times their rsqrt read a sum of another shape: the
+  // accumulator's tile stays.
+  absl::StatusOr<codegen::KernelSource> rms = Generate(RmsNormLinear(DType::kF16, 2, 4096, 6144, {.m = 2, .k = 128, .n = 64}));
+  ASSERT_TRUE(rms.ok()) << rms.status();
+  EXPECT_EQ(rms->source.find("'s fragments: each lane its elements"), std::string::npos);
+}
+
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
   KernelGraph graph = GatedMlp(DType::kF16, 4, 128, 64, {.split = 0});
   EXPECT_THAT(ugraph::Validate(graph).message(), ::testing::HasSubstr("loop_split=0"));
