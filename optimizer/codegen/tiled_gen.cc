@@ -678,18 +678,26 @@ absl::Status TiledGenerator::Generate() {
     // loop: every thread is done with them first.
     if (ring_space_shared_) Sync();
     EmitRingPrologue();
-    e_.Open("for (i64 step = step_begin; step < step_end; ++step)");
-    if (loop_axes) EmitStepRange("k0", "kn", "step", /*guarded=*/false);
     // What is dirty before the loop stays so for what follows it: the
     // loop may run no step.
     const std::map<int, bool> before = dirty_;
-    step_wrote_ = false;
-    const int64_t syncs_before = syncs_;
-    EmitPhase(Phase::kLoop);
-    // The next step overwrites the step's tiles (a step that writes no
-    // shared memory but the ring's needs no barrier here: see BarrierFirst).
-    if (step_wrote_) Sync();
-    step_barriers_ = syncs_ - syncs_before;
+    const bool lean = loop_axes && LeanLoop();
+    e_.Line("i64 step = step_begin;");
+    if (lean) {
+      const std::string extent = e_.DimExpr(b_.forloop.extent[0]);
+      e_.Linef("const i64 lean_end = ring_whole ? max(step_begin, min(step_end, ", extent, " / ", b_.forloop.tile,
+               ") - ", stages_ - 1, ") : step_begin;");
+      e_.Line("// whole steps");
+      e_.Open("for (; step < lean_end; ++step)");
+      lean_step_ = true;
+      EmitLoopStep(loop_axes);
+      lean_step_ = false;
+      e_.Close();
+      dirty_ = before;
+      e_.Line("// the rest: tails, copies of tails or of nothing, or copies that are not whole");
+    }
+    e_.Open("for (; step < step_end; ++step)");
+    EmitLoopStep(loop_axes);
     e_.Close();
     if (stages_ > 0) e_.Line("copy_async_wait<0>();  // the copies of steps past the end");
     // Tiles after the loop take the ring's space: every thread is done
@@ -714,6 +722,30 @@ absl::Status TiledGenerator::Generate() {
   if (opened > 0) Sync();  // the next grid point overwrites every tile
   for (int g = 0; g < std::max(opened, 1); ++g) e_.Close();
   return absl::OkStatus();
+}
+
+bool TiledGenerator::LeanLoop() const {
+  if (stages_ == 0 || RegisterPrefetch() || flash_.pv < 0 || flash_.keys_split) return false;
+  if (b_.forloop.extent.rank() != 1 || !b_.forloop.extent[0].is_concrete()) return false;
+  const int64_t tile = b_.forloop.tile, steps = (b_.forloop.extent[0].value() + tile - 1) / tile;
+  const int64_t share = (steps + b_.loop_split - 1) / std::max<int64_t>(1, b_.loop_split);
+  return share >= 4 * (stages_ - 1);
+}
+
+void TiledGenerator::EmitLoopStep(bool loop_axes) {
+  if (loop_axes && lean_step_) {
+    e_.Linef("const i64 k0 = step * ", b_.forloop.tile, ";");
+    e_.Linef("const int kn = ", b_.forloop.tile, ";");
+  } else if (loop_axes) {
+    EmitStepRange("k0", "kn", "step", /*guarded=*/false);
+  }
+  step_wrote_ = false;
+  const int64_t syncs_before = syncs_;
+  EmitPhase(Phase::kLoop);
+  // The next step overwrites the step's tiles (a step that writes no
+  // shared memory but the ring's needs no barrier here: see BarrierFirst).
+  if (step_wrote_) Sync();
+  step_barriers_ = syncs_ - syncs_before;
 }
 
 void TiledGenerator::EmitStepBounds() {

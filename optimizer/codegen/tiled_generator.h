@@ -123,6 +123,27 @@ class TiledGenerator {
   // Issues the staged loop tiles' loads for the first step (before the
   // loop) or the next one (inside it).
   void EmitPrefetch(bool first);
+  // Whether loop input i is prefetched through registers (not the ring),
+  // and whether any is.
+  bool Prefetched(int i) const;
+  bool RegisterPrefetch() const;
+  // Whether the loop's whole steps run in a loop of their own (Generate):
+  // the steps whose tiles, and the ones they copy into the ring, are all
+  // whole, where every copy of the block is a whole aligned vector
+  // (ring_whole), with no tails' code (their checks fold away); the rest
+  // take the general step after it. For the flash path with rows owned by
+  // warps and at least 4 x (stages - 1) steps a block: there the general
+  // step's cold code, interleaved with the hot, took 2.2 us of gqa_bs8's
+  // 33.8 on an H100 (instruction fetch), where the streaming kernels ran
+  // 1-1.7 us slower with it (rmsnorm_linear_bs1 20.4 -> 22.1, gated_mlp_bs8
+  // 24.7 -> 25.7; the former spilled) and seed_attention's keys-split
+  // decode 1.1 us slower.
+  bool LeanLoop() const;
+  // A loop step: its range (k0, kn), its ops, the barrier before the next.
+  // With lean_step_, a whole step whose ring copies are whole (the loop
+  // of whole steps, Generate): kn is the tile, and the copies unchecked.
+  void EmitLoopStep(bool loop_axes);
+  bool lean_step_ = false;
   // Declares `start` and `length`: the first loop coordinate of step
   // `step` and how many of its elements are in range; with `guarded`, none
   // past this block's last step (step_end).
@@ -152,7 +173,7 @@ class TiledGenerator {
   // issues the copies that reuse the previous step's stage.
   bool BarrierFirst() const;
   void EmitRingIssue(const std::string& step, const std::string& stage);
-  // Declares ring_whole: whether every copy this thread issues at a whole
+  // Declares ring_whole: whether every copy the block issues at a whole
   // step (every loop coordinate in range) is a whole vector, in range and
   // aligned. Such steps, all but a block's last in most kernels, issue
   // their copies with no checks (EmitWholeCopies): the checked copies took

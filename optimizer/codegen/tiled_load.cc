@@ -253,14 +253,21 @@ void TiledGenerator::EmitDirect(int i) {
 }
 
 
+bool TiledGenerator::Prefetched(int i) const {
+  return phase_[i] == Phase::kLoop && inputs_[i].staged && !inputs_[i].ring;
+}
+
+bool TiledGenerator::RegisterPrefetch() const {
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (Prefetched(static_cast<int>(i))) return true;
+  }
+  return false;
+}
+
 void TiledGenerator::EmitPrefetch(bool first) {
   const size_t n = b_.tile_ops.size();
-  const auto prefetched = [&](size_t i) {
-    return phase_[i] == Phase::kLoop && inputs_[i].staged && !inputs_[i].ring;
-  };
-  bool any = false;
-  for (size_t i = 0; i < n; ++i) any = any || prefetched(i);
-  if (!any) return;
+  const auto prefetched = [&](size_t i) { return Prefetched(static_cast<int>(i)); };
+  if (!RegisterPrefetch()) return;
   loop_start_ = first ? "kf" : "k1";
   loop_length_ = first ? "kn0" : "kn1";
   // Past this block's last step every element is out of range: no loads.
@@ -319,6 +326,18 @@ void TiledGenerator::EmitStepRange(const std::string& start, const std::string& 
 }
 
 void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {
+  if (lean_step_) {
+    // A whole step copying a whole one: the whole copies alone.
+    e_.Linef("const i64 kr = (", step, ") * ", b_.forloop.tile, ";");
+    e_.Linef("const int issue_stage = ", stage, ";");
+    loop_start_ = "kr";
+    for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+      if (inputs_[i].ring && inputs_[i].ring_of < 0) EmitWholeCopies(static_cast<int>(i));
+    }
+    loop_start_ = "k0";
+    e_.Line("copy_async_commit();");
+    return;
+  }
   EmitStepRange("kr", "knr", step, /*guarded=*/true);
   e_.Linef("const int issue_stage = ", stage, ";");
   loop_start_ = "kr";
@@ -380,6 +399,9 @@ void TiledGenerator::EmitRingWhole() {
   }
   loop_start_ = "k0";
   loop_length_ = "kn";
+  // One answer for the block: the loop of whole steps (Generate) takes
+  // barriers.
+  if (LeanLoop()) e_.Line("ring_whole = __syncthreads_and(ring_whole);");
 }
 
 void TiledGenerator::EmitRingPrologue() {

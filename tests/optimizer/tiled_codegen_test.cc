@@ -179,10 +179,12 @@ TEST(TiledCodegen, ProductsOfOneARunInOneLoopOnItsFragments) {
 
 TEST(TiledCodegen, WholeStepsIssueTheirRingCopiesWithoutChecks) {
   // A step whose loop coordinates are all in range issues each copy
-  // straight from its offset, where ring_whole (worked out once, before the
+  // straight from its offset where ring_whole (worked out once, before the
   // loop) says the thread's copies are whole aligned vectors in range; the
   // checked copies stay for the rest (a tail step, a partial block, an
-  // unaligned view). Both the ring's prologue and its steps take them.
+  // unaligned view). Both the ring's prologue and its steps take them. A
+  // streaming kernel keeps one loop (AttentionSearch.
+  // LongFlashLoopsRunTheirWholeStepsInALoopOfTheirOwn has the other form).
   for (const int64_t k : {4096, 4000}) {
     SCOPED_TRACE(k);
     const KernelGraph graph = GatedMlp(DType::kF16, 8, k, 4096, {.m = 8, .k = 128, .n = 64});
@@ -191,12 +193,12 @@ TEST(TiledCodegen, WholeStepsIssueTheirRingCopiesWithoutChecks) {
     const std::string& code = source->source;
     const size_t declared = code.find("bool ring_whole = true;");
     const size_t prologue = code.find("if (ring_whole && knr == 128) {");
-    const size_t step = code.find("for (i64 step = step_begin");
-    ASSERT_NE(declared, std::string::npos) << code;
-    ASSERT_NE(prologue, std::string::npos) << code;
-    ASSERT_NE(step, std::string::npos) << code;
+    const size_t step = code.find("for (; step < step_end; ++step) {");
+    for (const size_t at : {declared, prologue, step}) ASSERT_NE(at, std::string::npos) << code;
     EXPECT_LT(declared, prologue);
     EXPECT_LT(prologue, step);
+    EXPECT_EQ(code.find("lean_end"), std::string::npos);
+    EXPECT_EQ(code.find("__syncthreads_and"), std::string::npos);
     const size_t whole = code.find("if (ring_whole && knr == 128) {", step);
     const size_t checked = code.find("else if (knr > 0) {", whole);
     ASSERT_NE(whole, std::string::npos) << code;
@@ -305,8 +307,9 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   EXPECT_THAT(code, ::testing::Not(::testing::HasSubstr("float* const x4 =")));
   // One loop over K, one barrier a step: after the wait, before the copies
   // that reuse the stage the last step read.
-  EXPECT_EQ(code.find("for (i64 step"), code.rfind("for (i64 step"));
-  const size_t loop = code.find("for (i64 step"), after = code.find("copy_async_wait<0>()");
+  EXPECT_EQ(code.find("for (; step"), code.rfind("for (; step"));
+  const size_t loop = code.find("for (; step < step_end; ++step)"), after = code.find("copy_async_wait<0>()");
+  ASSERT_NE(loop, std::string::npos);
   ASSERT_NE(after, std::string::npos);
   const std::string body = code.substr(loop, after - loop);
   EXPECT_THAT(body, ::testing::HasSubstr("copy_async_wait<2>();\n        __syncthreads();"));

@@ -170,7 +170,7 @@ TEST(AttentionSearch, QkNormReadsKFromTheRingScaledByItsRsqrt) {
     const std::string scale = dtype == DType::kF16 ? "scale_f16x2(fb[0], bs)" : "scale_bf16x2(fb[0], bs)";
     EXPECT_THAT(source.source, ::testing::HasSubstr(scale));
     EXPECT_THAT(source.source, ::testing::HasSubstr("load_b_fragments_trans_x2(fb, &ring"));
-    const size_t step = source.source.find("for (i64 step = step_begin");
+    const size_t step = source.source.find("i64 step = step_begin;");
     ASSERT_NE(step, std::string::npos) << source.source;
     // Q's tile is widened before the loop; nothing is in the loop.
     EXPECT_EQ(source.source.find("widen the loaded bits", step), std::string::npos) << source.source;
@@ -194,7 +194,7 @@ TEST(AttentionSearch, TheFlashStepReadsBAtOffsetsWorkedOutBeforeItsProducts) {
     SearchResult r = Search(c.region);
     ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
     const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(*r.graph, 0));
-    const size_t step = source.source.find("for (i64 step = step_begin");
+    const size_t step = source.source.find("i64 step = step_begin;");
     ASSERT_NE(step, std::string::npos) << source.source;
     const std::string loop = source.source.substr(step);
     EXPECT_THAT(loop, ::testing::HasSubstr("the lane's ldmatrix rows in a stage, rows 0-15"));
@@ -203,6 +203,58 @@ TEST(AttentionSearch, TheFlashStepReadsBAtOffsetsWorkedOutBeforeItsProducts) {
     EXPECT_EQ(loop.find("load_b_fragments_trans_x2(fb, &ring1[stage * 512 + (("), std::string::npos);
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
   }
+}
+
+// A flash kernel with rows owned by warps and many steps a block (gqa_bs8:
+// 16 a block of a split of 4, 4 stages) runs its whole steps in a loop of
+// their own, once every copy of the block is whole (ring_whole, one answer
+// for the block: that loop takes barriers): kn is the tile there, no copy
+// is checked, and no tail's code sits between the hot instructions. The
+// rest follow in the general loop. Few steps a block (gqa_bs1: 4) keep one
+// loop.
+TEST(AttentionSearch, LongFlashLoopsRunTheirWholeStepsInALoopOfTheirOwn) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  const FusedCase c = AttentionCase(16, 256, 64, 4096);
+  SearchResult r = Search(c.region);
+  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  int lean = 0, single = 0;
+  for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
+    Candidate candidate = *r.candidate;
+    candidate.schedule = s;
+    const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
+    if (!source.ok()) continue;
+    const std::string& code = source->source;
+    const size_t whole = code.find("for (; step < lean_end; ++step) {");
+    const size_t rest = code.find("for (; step < step_end; ++step) {");
+    ASSERT_NE(rest, std::string::npos) << code;
+    const bool flash = code.find("in registers (no barrier)") != std::string::npos;
+    if (whole == std::string::npos) {
+      ++single;
+      EXPECT_EQ(code.find("__syncthreads_and"), std::string::npos);
+      continue;
+    }
+    ++lean;
+    EXPECT_TRUE(flash) << s.ToString(c.region);
+    const size_t agreed = code.find("ring_whole = __syncthreads_and(ring_whole);");
+    ASSERT_NE(agreed, std::string::npos);
+    EXPECT_LT(agreed, whole);
+    EXPECT_THAT(code, ::testing::HasSubstr("const i64 lean_end = ring_whole ? max(step_begin, min(step_end, 4096LL / "));
+    const std::string fast = code.substr(whole, rest - whole);
+    EXPECT_THAT(fast, ::testing::ContainsRegex("const int kn = [0-9]+;"));
+    EXPECT_EQ(fast.find("knr"), std::string::npos) << fast;
+    EXPECT_EQ(fast.find("aligned16"), std::string::npos) << fast;
+    EXPECT_THAT(fast, ::testing::HasSubstr("copy_async16("));
+    EXPECT_THAT(code.substr(rest), ::testing::HasSubstr("else if (knr > 0) {"));
+    if (nvrtc.ok() && lean <= 2) ExpectCompilesForHopper(**nvrtc, *source);
+  }
+  EXPECT_GE(lean, 1);
+  EXPECT_GE(single, 1);
+  // gqa_bs1's chosen schedule: 4 steps a block.
+  const FusedCase small = AttentionCase(2, 256, 64, 4096);
+  SearchResult s = Search(small.region);
+  ASSERT_TRUE(s.graph.has_value()) << s.report.ToString();
+  EXPECT_EQ(ValueOrFail(codegen::GenerateKernel(*s.graph, 0)).source.find("lean_end"), std::string::npos);
 }
 
 // The normalizations are fixed, not searched, but still verified: the
