@@ -1,10 +1,12 @@
 // The code generator for graph-defined blocks (BlockKind::kTiled), on the
 // hand-made uGraphs of tiled_graphs.h: what it emits, and that NVRTC
 // compiles it (no GPU needed). gpu_tiled_codegen_test.cc runs them.
+#include <set>
 #include <string>
 
 #include "jit/nvrtc_compiler.h"
 #include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/emitter.h"
 #include "optimizer/codegen/generate.h"
 #include "optimizer/ugraph_validate.h"
 #include "tests/optimizer/tiled_graphs.h"
@@ -247,6 +249,19 @@ TEST(TiledCodegen, GatedMlpStoresItsOutputFromTheFragments) {
   absl::StatusOr<codegen::KernelSource> rms = Generate(RmsNormLinear(DType::kF16, 2, 4096, 6144, {.m = 2, .k = 128, .n = 64}));
   ASSERT_TRUE(rms.ok()) << rms.status();
   EXPECT_EQ(rms->source.find("'s fragments: each lane its elements"), std::string::npos);
+}
+
+TEST(TiledCodegen, FreshNamesAreNeverTheTileLibrarysTypes) {
+  // "i" + a counter once gave "i64", which the tile library takes for its
+  // 64-bit integer type: the kernel then failed to compile.
+  const KernelGraph graph = GatedMlp(DType::kF16, 8, 256, 256);
+  codegen::Emitter e(graph, graph.kernels[0]);
+  std::set<std::string> names;
+  for (int k = 0; k < 200; ++k) {
+    const std::string name = e.Fresh("i");
+    EXPECT_NE(name, "i64");
+    EXPECT_TRUE(names.insert(name).second) << name;
+  }
 }
 
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {
