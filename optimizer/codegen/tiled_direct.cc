@@ -503,31 +503,43 @@ void TiledGenerator::EmitRegisterRescale(int mm, int s) {
   e_.Close();
 }
 
+void TiledGenerator::OpenFragmentElements(int i) {
+  e_.Open("");
+  DeclareMmaLane();
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", matmuls_[i].per_warp, "; ++j)"));
+  DeclareMmaTile(i);
+  e_.Line("#pragma unroll");
+  e_.Open("for (int h = 0; h < 4; ++h)");
+  e_.Line("const int r = m0 + g + 8 * (h / 2);");
+}
+
+void TiledGenerator::CloseFragmentElements() {
+  e_.Close();
+  e_.Close();
+  e_.Close();
+}
+
+std::string TiledGenerator::FragmentSums(int i) const {
+  return absl::StrCat("d", i, "[j][h]", matmuls_[i].paired ? absl::StrCat(" + d", i, "b[j][h]") : "");
+}
+
 void TiledGenerator::EmitMmaFlush(int i) {
   const MatmulPlan& plan = matmuls_[i];
   const int target = fused_into_[i];
   const std::string part = FlushScratch();
   const int64_t group = plan.m16s * 16 * plan.cols;  // floats of a k group's sums
-  const std::string sums = absl::StrCat("d", i, "[j][h]", plan.paired ? absl::StrCat(" + d", i, "b[j][h]") : "");
+  const std::string sums = FragmentSums(i);
   if (plan.k_groups == 1) {
     // Each element's sums are in one lane's fragments: added straight into
     // the tile, with no scratch and no barriers of their own (gated_mlp_bs8:
     // four of the seven after its loop).
     e_.Linef("// x", target, " += x", i, "'s tensor-core sums, each lane its fragments' elements");
     Read(target, false);
-    e_.Open("");
-    DeclareMmaLane();
-    e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
-    DeclareMmaTile(i);
-    e_.Line("#pragma unroll");
-    e_.Open("for (int h = 0; h < 4; ++h)");
-    e_.Line("const int r = m0 + g + 8 * (h / 2);");
+    OpenFragmentElements(i);
     e_.Linef(plan.rows % 16 == 0 ? "" : absl::StrCat("if (r < ", plan.rows, ") "), Buffer(target), "[r * ",
              plan.cols, " + v * 8 + t2 + h % 2] += ", sums, ";");
-    e_.Close();
-    e_.Close();
-    e_.Close();
+    CloseFragmentElements();
     Wrote(target, false);
     return;
   }

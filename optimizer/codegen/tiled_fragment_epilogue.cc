@@ -82,8 +82,8 @@ std::string TiledGenerator::FragmentValue(int x) const {
   if (op.kind == TileOp::Kind::kConstant) return Literal(op.value, DType::kF32);
   if (op.kind == TileOp::Kind::kAccumulate) {
     const int p = fused_from_[x];
-    return absl::StrCat("(0.0f + ", matmuls_[p].paired ? absl::StrCat("(d", p, "[j][h] + d", p, "b[j][h])")
-                                                       : absl::StrCat("d", p, "[j][h]"), ")");
+    const std::string sums = FragmentSums(p);
+    return absl::StrCat("(0.0f + ", matmuls_[p].paired ? absl::StrCat("(", sums, ")") : sums, ")");
   }
   std::string value = absl::StrCat(OpFunction(op.op), "(", FragmentValue(op.args[0]));
   if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&value, ", ", FragmentValue(op.args[1]));
@@ -99,14 +99,7 @@ void TiledGenerator::EmitFragmentEpilogue() {
     e_.Linef("// t", o.tensor, " <- x", o.value, " = ", ugraph::TileOpText(b_.tile_ops[o.value]), ", from ", products,
              "'s fragments: each lane its elements");
   }
-  e_.Open("");
-  DeclareMmaLane();
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_warp, "; ++j)"));
-  DeclareMmaTile(first);
-  e_.Line("#pragma unroll");
-  e_.Open("for (int h = 0; h < 4; ++h)");
-  e_.Line("const int r = m0 + g + 8 * (h / 2);");
+  OpenFragmentElements(first);
   if (plan.rows % 16 != 0) e_.Linef("if (r >= ", plan.rows, ") continue;");
   e_.Linef("const int l = r * ", plan.cols, " + v * 8 + t2 + h % 2;");
   for (const ugraph::OutputSaver& o : b_.outputs) {
@@ -120,9 +113,7 @@ void TiledGenerator::EmitFragmentEpilogue() {
              DTypeSuffix(e_.graph().tensors[o.tensor].dtype), "(p.t[", e_.Slot(o.tensor), "], ",
              e_.TensorOffset(o.tensor, at), ", ", FragmentValue(o.value), ");");
   }
-  e_.Close();
-  e_.Close();
-  e_.Close();
+  CloseFragmentElements();
 }
 
 }  // namespace kiln::codegen::tiled_internal

@@ -180,6 +180,9 @@ class TiledGenerator {
   // about 25 instructions and two branches each.
   void EmitRingWhole();
   void EmitWholeCopies(int i);
+  // The ring inputs that copy into a ring of their own (not ring_of
+  // another's), in op order.
+  std::vector<int> RingOwners() const;
   void EmitRingPrologue();
   // Whether input i's ring copies go to the block's last threads (see
   // EmitStaged).
@@ -423,6 +426,15 @@ class TiledGenerator {
   void PlanFlushScratch();
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
+  // Opens the loops over the elements of tensor-core product i's
+  // fragments that this lane holds: j (its tiles), h (the fragment's 4),
+  // with m0, v and the element's row r declared; CloseFragmentElements
+  // closes them.
+  void OpenFragmentElements(int i);
+  void CloseFragmentElements();
+  // The sums of product i at the lane's fragment element (j, h): its
+  // accumulator fragments, plus their pair's (MatmulPlan::paired).
+  std::string FragmentSums(int i) const;
   // The lanes of a warp that hold the same columns of a direct matmul whose
   // B rows take `vectors` loads (thread t loads vector t % vectors).
   static int64_t SharingLanes(int64_t vectors);

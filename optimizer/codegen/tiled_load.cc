@@ -266,7 +266,6 @@ bool TiledGenerator::RegisterPrefetch() const {
 
 void TiledGenerator::EmitPrefetch(bool first) {
   const size_t n = b_.tile_ops.size();
-  const auto prefetched = [&](size_t i) { return Prefetched(static_cast<int>(i)); };
   if (!RegisterPrefetch()) return;
   loop_start_ = first ? "kf" : "k1";
   loop_length_ = first ? "kn0" : "kn1";
@@ -274,7 +273,7 @@ void TiledGenerator::EmitPrefetch(bool first) {
   e_.Line(first ? "// the first step's loop tiles" : "// the next step's loop tiles, loaded while this step computes");
   EmitStepRange(loop_start_, loop_length_, first ? "step_begin" : "step + 1", /*guarded=*/true);
   for (size_t i = 0; i < n; ++i) {
-    if (!prefetched(i)) continue;
+    if (!Prefetched(static_cast<int>(i))) continue;
     if (first) DeclareRaw(static_cast<int>(i));
     EmitStaged(static_cast<int>(i), /*issue=*/true);
   }
@@ -331,9 +330,7 @@ void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& s
     e_.Linef("const i64 kr = (", step, ") * ", b_.forloop.tile, ";");
     e_.Linef("const int issue_stage = ", stage, ";");
     loop_start_ = "kr";
-    for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-      if (inputs_[i].ring && inputs_[i].ring_of < 0) EmitWholeCopies(static_cast<int>(i));
-    }
+    for (const int i : RingOwners()) EmitWholeCopies(i);
     loop_start_ = "k0";
     e_.Line("copy_async_commit();");
     return;
@@ -347,18 +344,22 @@ void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& s
   // the checked ones; steps past this block's last are never read: no
   // copies (an empty group).
   e_.Open(absl::StrCat("if (ring_whole && knr == ", b_.forloop.tile, ")"));
-  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (inputs_[i].ring && inputs_[i].ring_of < 0) EmitWholeCopies(static_cast<int>(i));
-  }
+  for (const int i : RingOwners()) EmitWholeCopies(i);
   e_.Close();
   e_.Open("else if (knr > 0)");
-  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (inputs_[i].ring && inputs_[i].ring_of < 0) EmitStaged(static_cast<int>(i), /*issue=*/true);
-  }
+  for (const int i : RingOwners()) EmitStaged(i, /*issue=*/true);
   e_.Close();
   loop_start_ = "k0";
   loop_length_ = "kn";
   e_.Line("copy_async_commit();");
+}
+
+std::vector<int> TiledGenerator::RingOwners() const {
+  std::vector<int> owners;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (inputs_[i].ring && inputs_[i].ring_of < 0) owners.push_back(static_cast<int>(i));
+  }
+  return owners;
 }
 
 void TiledGenerator::EmitWholeCopies(int i) {
@@ -381,9 +382,7 @@ void TiledGenerator::EmitRingWhole() {
   e_.Line("// whether each of this thread's ring copies is a whole aligned vector in range at every whole step");
   e_.Line("bool ring_whole = true;");
   loop_length_ = tile;
-  for (size_t k = 0; k < b_.tile_ops.size(); ++k) {
-    const int i = static_cast<int>(k);
-    if (!inputs_[i].ring || inputs_[i].ring_of >= 0) continue;
+  for (const int i : RingOwners()) {
     OpenThreadTasks(i, CopiesFromLast(i));
     const std::vector<std::string> coords = TaskCoords(i, "l");
     const std::string whole = WholeVector(i, coords);
