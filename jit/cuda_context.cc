@@ -28,9 +28,9 @@ DeviceMemoryBackend CudaMemoryBackend(std::shared_ptr<PrimaryContext> primary) {
 }
 
 std::string LaunchText(const CudaFunction& function, const LaunchConfig& c) {
-  return absl::StrCat("launch of kernel '", function.name(), "' (grid ", c.grid.x, "x", c.grid.y,
-                      "x", c.grid.z, ", block ", c.block.x, "x", c.block.y, "x", c.block.z, ", ",
-                      c.dynamic_shared_bytes, " bytes of dynamic shared memory)");
+  return absl::StrCat(c.cooperative ? "cooperative " : "", "launch of kernel '", function.name(), "' (grid ",
+                      c.grid.x, "x", c.grid.y, "x", c.grid.z, ", block ", c.block.x, "x", c.block.y, "x", c.block.z,
+                      ", ", c.dynamic_shared_bytes, " bytes of dynamic shared memory)");
 }
 
 }  // namespace
@@ -154,10 +154,23 @@ absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& con
   }
   KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
   absl::Status status =
-      KILN_CU(driver(), cuLaunchKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
-                                       config.dynamic_shared_bytes, stream_, args, nullptr));
+      config.cooperative
+          ? KILN_CU(driver(), cuLaunchCooperativeKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
+                                                        config.dynamic_shared_bytes, stream_, args))
+          : KILN_CU(driver(), cuLaunchKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
+                                             config.dynamic_shared_bytes, stream_, args, nullptr));
   if (!status.ok()) [[unlikely]] return Annotate(status, LaunchText(function, config));
   return status;
+}
+
+absl::StatusOr<int64_t> CudaContext::ResidentBlocks(CudaFunction& function, int threads,
+                                                    unsigned dynamic_shared_bytes) {
+  KILN_JIT_RETURN_IF_ERROR(AllowDynamicSharedMemory(function, dynamic_shared_bytes));
+  KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  int per_sm = 0;
+  KILN_JIT_RETURN_IF_ERROR(KILN_CU(driver(), cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                                 &per_sm, function.handle(), threads, dynamic_shared_bytes)));
+  return int64_t{per_sm} * info_.sm_count;
 }
 
 absl::StatusOr<CudaEvent> CudaContext::CreateEvent() const {

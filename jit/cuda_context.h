@@ -76,6 +76,10 @@ class CudaContext {
   // Queues `function` on the stream. `args` holds one pointer per kernel
   // parameter, pointing at its value (cuLaunchKernel's kernelParams).
   absl::Status Launch(CudaFunction& function, const LaunchConfig& config, void** args);
+  // How many blocks of `threads` threads and `dynamic_shared_bytes` of
+  // dynamic shared memory can be resident on the device at once: the most
+  // a cooperative launch may ask for.
+  absl::StatusOr<int64_t> ResidentBlocks(CudaFunction& function, int threads, unsigned dynamic_shared_bytes);
 
   // ---- timing
   absl::StatusOr<CudaEvent> CreateEvent() const;

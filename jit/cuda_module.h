@@ -25,6 +25,9 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   unsigned dynamic_shared_bytes = 0;
+  // Every block resident at once (cuLaunchCooperativeKernel), so that blocks
+  // may wait for one another; the grid must fit (CudaContext::ResidentBlocks).
+  bool cooperative = false;
 };
 
 // One kernel of a module, valid as long as the module. Launched with

@@ -56,6 +56,8 @@ std::vector<std::string> BindDriver(const DynamicLibrary& lib, DriverApi& api) {
   bind("cuFuncGetAttribute", api.cuFuncGetAttribute);
   bind("cuFuncSetAttribute", api.cuFuncSetAttribute);
   bind("cuLaunchKernel", api.cuLaunchKernel);
+  bind("cuLaunchCooperativeKernel", api.cuLaunchCooperativeKernel);
+  bind("cuOccupancyMaxActiveBlocksPerMultiprocessor", api.cuOccupancyMaxActiveBlocksPerMultiprocessor);
   bind("cuEventCreate", api.cuEventCreate);
   bind("cuEventDestroy_v2", api.cuEventDestroy);
   bind("cuEventRecord", api.cuEventRecord);

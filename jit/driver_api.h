@@ -64,6 +64,14 @@ struct DriverApi {
                              unsigned grid_z, unsigned block_x, unsigned block_y,
                              unsigned block_z, unsigned shared_bytes, CUstream stream,
                              void** params, void** extra) = nullptr;
+  // A launch whose blocks are all resident at once (or an error): they may
+  // wait for one another.
+  CUresult (*cuLaunchCooperativeKernel)(CUfunction function, unsigned grid_x, unsigned grid_y,
+                                        unsigned grid_z, unsigned block_x, unsigned block_y,
+                                        unsigned block_z, unsigned shared_bytes, CUstream stream,
+                                        void** params) = nullptr;
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int* blocks, CUfunction function,
+                                                          int block_size, size_t dynamic_shared_bytes) = nullptr;
 
   CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
   CUresult (*cuEventDestroy)(CUevent event) = nullptr;

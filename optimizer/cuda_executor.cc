@@ -21,6 +21,9 @@ namespace kiln {
 struct CudaExecutor::CompiledGraph::Kernel {
   codegen::KernelSource source;
   jit::CudaFunction* function = nullptr;
+  // For a split loop that can share out its combine: the blocks the device
+  // holds at once, the most a cooperative launch of it may have.
+  int64_t resident_blocks = 0;
 };
 
 // Everything needed to run traces of one structure.
@@ -206,7 +209,14 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor:
     absl::StatusOr<jit::CudaFunction*> function = (*module)->GetFunction(codegen::kKernelName);
     if (!function.ok()) return function.status();
     compiled->reports_errors |= source.reports_errors;
-    compiled->kernels.push_back({std::move(source), *function});
+    int64_t resident = 0;
+    if (source.split_together) {
+      absl::StatusOr<int64_t> blocks = context_.ResidentBlocks(
+          **function, source.threads, static_cast<unsigned>(source.dynamic_shared_bytes));
+      if (!blocks.ok()) return blocks.status();
+      resident = *blocks;
+    }
+    compiled->kernels.push_back({std::move(source), *function, resident});
   }
   return std::shared_ptr<const CompiledGraph>(std::move(compiled));
 }
@@ -253,14 +263,14 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     if (empty) continue;
     // A split loop's blocks line up along the split axis; per point of the
     // other axes, the workspace holds their partial sums and the counters
-    // buffer a counter.
+    // buffer two counters.
     uint64_t workspace = 0, counters = 0;
     if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
       grid[split] = block.loop_split;
       const int64_t points = grid[0] * grid[1] * grid[2] / block.loop_split;
       absl::StatusOr<uint64_t> ws = Workspace(workspace_, points * kernel.source.workspace_bytes_per_point);
       if (!ws.ok()) return ws.status();
-      absl::StatusOr<uint64_t> count = Workspace(counters_, points * 4);
+      absl::StatusOr<uint64_t> count = Workspace(counters_, points * 8);
       if (!count.ok()) return count.status();
       workspace = *ws;
       counters = *count;
@@ -268,7 +278,13 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     config.grid.x = static_cast<unsigned>(std::min<int64_t>(grid[0], 0x7fffffff));
     config.grid.y = static_cast<unsigned>(std::min<int64_t>(grid[1], 65535));
     config.grid.z = static_cast<unsigned>(std::min<int64_t>(grid[2], 65535));
-    // The kernel's one parameter: { char* t[]; long long s[]; int* err; char* ws; unsigned* counters; }.
+    // Where the device holds the whole grid at once, a split loop's blocks
+    // share out its combine, waiting for one another: the launch must keep
+    // them all resident (cooperative).
+    const int64_t blocks = int64_t{config.grid.x} * config.grid.y * config.grid.z;
+    config.cooperative = kernel.source.split_together && blocks <= kernel.resident_blocks;
+    // The kernel's one parameter: { char* t[]; long long s[]; int* err; char* ws; unsigned* counters;
+    // unsigned together; }.
     std::vector<uint64_t> params;
     for (int t : kernel.source.slots) {
       params.push_back(DevicePointer(buffers[t], compiled.graph.tensors[t].dtype));
@@ -281,6 +297,7 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     params.push_back(error_word);
     params.push_back(workspace);
     params.push_back(counters);
+    params.push_back(config.cooperative ? 1 : 0);  // together (the low bytes)
     void* args[] = {params.data()};
     if (absl::Status s = context_.Launch(*kernel.function, config, args); !s.ok()) return s;
     ++launches;

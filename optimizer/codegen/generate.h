@@ -27,8 +27,9 @@ enum class MatmulPath {
 struct KernelSource {
   std::string source;
   // The kernel takes one struct: { char* t[]; long long s[]; int* err;
-  // char* ws; unsigned* counters; }: ws and counters serve split loops (see
-  // workspace_bytes_per_point).
+  // char* ws; unsigned* counters; unsigned together; }: ws and counters
+  // serve split loops (see workspace_bytes_per_point), and `together` says
+  // a split loop's blocks are all resident (see split_together).
   std::vector<int> slots;                  // the DTensor behind t[i]
   std::vector<const SymbolInfo*> symbols;  // the symbol behind s[i]
   int threads = 0;
@@ -56,11 +57,16 @@ struct KernelSource {
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a
-  // point of the launch grid less the split axis), and a counter per grid
-  // point (counters), zero before the launch and left zero after it.
+  // point of the launch grid less the split axis), and two counters per
+  // grid point (counters), zero before the launch and left zero after it.
   // Counters are a buffer of their own: another kernel's partial sums in
   // the workspace must never look like a count. 0: none.
   int64_t workspace_bytes_per_point = 0;
+  // A split loop whose blocks share out the combine when the launch keeps
+  // them all resident (cooperative, with `together` 1): each waits for the
+  // others of its grid point. Launched otherwise (`together` 0), the last
+  // block of a point combines alone.
+  bool split_together = false;
   // Whether the kernel can report an error (index out of range, integer
   // division by zero) through err.
   bool reports_errors = false;

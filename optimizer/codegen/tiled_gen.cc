@@ -575,11 +575,14 @@ void TiledGenerator::EmitStores() {
       e_.Linef("// t", o.tensor, " <- x", o.value);
     }
     const std::vector<int64_t> sizes = Sizes(t);
-    OpenLinear(t.elements());
+    OpenShareLinear(t, 1);  // every element but in a split loop's share (SplitShare)
     const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
     std::vector<std::string> at(sizes.size());
     for (size_t d = 0; d < sizes.size(); ++d) at[d] = Global(t.axes[d], coords[d]);
-    const std::string in_range = InRange(t, coords);
+    std::string in_range = InRange(t, coords);
+    if (const std::string keeps = ShareKeeps(t, coords); !keeps.empty()) {
+      in_range = in_range.empty() ? keeps : absl::StrCat(keeps, " && ", in_range);
+    }
     const std::string value = computed   ? ElementwiseValue(o.value, coords)
                               : constant ? Literal(op.value, DType::kF32)
                                          : Buffer(o.value) + "[l]";
@@ -786,6 +789,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.step_barriers = generator.step_barriers();
   out.mma_warps = generator.mma_warps();
   out.step_threads = generator.step_threads();
+  out.split_together = generator.split_together();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.
   out.min_blocks = tiled_internal::BlocksPerSm(block.threads, out.shared_bytes, generator.registers());

@@ -31,6 +31,8 @@ struct TiledKernel {
   int64_t mma_warps = 0;
   // Threads that share out a loop step's work (KernelSource).
   int64_t step_threads = 0;
+  // A split loop whose blocks can share out the combine (KernelSource).
+  bool split_together = false;
 };
 
 // Emits the kernel body.

@@ -103,6 +103,9 @@ class TiledGenerator {
     if (flash_.pv < 0 || flash_.keys_split) return b_.threads;
     return std::min<int64_t>(b_.threads / 32, matmuls_[flash_.scores].m16s) * 32;
   }
+  // Whether a split loop's blocks can share out its combine when they are
+  // all resident (p.together, a cooperative launch): see SplitShare.
+  bool split_together() const { return share_.axis >= 0; }
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
@@ -590,6 +593,37 @@ class TiledGenerator {
   // every row of this block (an i64 expression), where every accumulator
   // follows the one masked running max; else empty.
   std::string CausalStepEnd() const;
+  // A split loop's combine shared out (tiled_split.cc). In a cooperative
+  // launch (p.together) every block of a grid point is resident, so each
+  // waits for all of them (split_gather) and then combines and stores its
+  // share of the point's rows along grid axis `axis`: [split_lo, split_hi)
+  // of the `size` its tiles take there, `per` a block (rounded up so that
+  // every accumulator's share starts on 4 floats, for 16-byte loads).
+  // Otherwise (a grid too large to be
+  // resident at once) the last block to count in does it all, and its
+  // share is every row. Planned where everything after the loop is
+  // elementwise (a share's outputs read its own rows only) and, in every
+  // tile the combine writes, the axis is outermost (a share is one run of
+  // elements). axis -1: none (the last block only).
+  struct SplitShare {
+    int axis = -1;
+    int64_t size = 0, per = 0;
+  };
+  SplitShare share_;
+  void PlanSplitShare();
+  // Where tile t has the share's axis (of size above 1), or -1.
+  int ShareAxisOf(const TileInfo& t) const;
+  // The linear loop over the elements of tile t in this block's share, `width`
+  // a thread at a time (all of them where t does not have the axis).
+  void OpenShareLinear(const TileInfo& t, int width);
+  // Whether `width` elements a thread can start at the share's first.
+  bool ShareAligned(const TileInfo& t, int width) const;
+  // A condition on an output's coordinates: in this block's share (or the
+  // first block's, for outputs without the axis); empty without a share.
+  std::string ShareKeeps(const TileInfo& t, const std::vector<std::string>& coords) const;
+  // A split loop's combine of accumulator i (not a row sum) at `offset` in a
+  // block's partials, over the block's share (all of it for the last block).
+  void EmitCombineLoop(int i, int64_t offset, int64_t floats);
   // A split loop's running maxes: out to the workspace after the
   // accumulators, or (combine) the max over the blocks into shift<i>, each
   // block's factor to it (SplitFactors) and the row sums (SplitRowSum),

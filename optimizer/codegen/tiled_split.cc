@@ -11,6 +11,21 @@
 // (gqa_bs1, 16 blocks a point) the factors once per row and the row sums in
 // that pass took the tail from 7.8 to 6.3 us, and counting in by one
 // acquire-release atomic, not a fence on each side of it, 0.4 us more.
+//
+// Even so, one SM reads every block's partials (gqa_bs1: 256 KiB) and
+// stores the whole output tile while the others idle. Where the grid fits
+// on the device at once, the executor launches it cooperatively (every
+// block resident) and the blocks share the combine out instead
+// (SplitShare): each waits for all of its point's blocks, then combines and
+// stores its own rows, the same sums in the same order. On an H100,
+// hand-timed: gqa_bs1's kernel 15.8 -> 11.9 us, gqa_bs8's 31.8 -> 30.0
+// (the cooperative launch itself costs nothing measurable). A hand-written
+// one-pass share (a thread per two elements: its row's maxes, factors and
+// sums in registers, stored from there) ran 10.2 and 26.6; the generator's
+// forms of it (each thread's own maxes, the row sums beside the first
+// element of each row, the combine's loops unrolled, counting out after the
+// stores) ran no faster than the passes here, and some slower.
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +34,102 @@
 
 namespace kiln::codegen::tiled_internal {
 
+void TiledGenerator::PlanSplitShare() {
+  share_ = SplitShare{};
+  const int split_axis = ugraph::SplitGridAxis(b_);
+  if (split_axis < 0) return;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (phase_[i] != Phase::kAfter || !needed_[i]) continue;
+    const TileOp::Kind kind = b_.tile_ops[i].kind;
+    if (kind != TileOp::Kind::kUnary && kind != TileOp::Kind::kBinary && kind != TileOp::Kind::kConstant &&
+        kind != TileOp::Kind::kInput) {
+      return;
+    }
+  }
+  std::vector<TileInfo> combined;  // what the combine writes
+  std::vector<std::pair<TileInfo, TileInfo>> follows;  // a rescaled accumulator, its running max's rows
+  for (const auto& [i, offset] : SplitAccumulators()) {
+    combined.push_back(tiles_[i]);
+    const int s = b_.tile_ops[i].rescale;
+    if (s >= 0 && rescale_offsets_[s] >= 0) follows.emplace_back(tiles_[i], ShiftRowTile(s));
+  }
+  for (size_t s = 0; s < b_.tile_ops.size(); ++s) {
+    if (rescale_offsets_[s] >= 0) combined.push_back(ShiftRowTile(static_cast<int>(s)));
+  }
+  // The grid axis of the largest tile size that every combined tile has
+  // outermost, or not at all.
+  for (int g = 0; g < 3; ++g) {
+    if (g == split_axis) continue;
+    int64_t size = 0;
+    bool ok = true;
+    for (const TileInfo& t : combined) {
+      for (size_t d = 0; d < t.axes.size(); ++d) {
+        const TileAxis& a = t.axes[d];
+        if (a.source != Source::kGrid || a.grid_axis != g || a.size == 1) continue;
+        for (size_t o = 0; o < d; ++o) ok = ok && t.axes[o].size == 1;
+        ok = ok && (size == 0 || size == a.size);
+        size = a.size;
+      }
+    }
+    if (ok && size > std::max<int64_t>(1, share_.size)) share_ = SplitShare{g, size, 0};
+  }
+  if (share_.axis < 0) return;
+  share_.per = (share_.size + b_.loop_split - 1) / b_.loop_split;
+  for (const auto& [i, offset] : SplitAccumulators()) {
+    const int d = ShareAxisOf(tiles_[i]);
+    if (d < 0 || SplitRowSum(i)) continue;  // row sums are added a row a thread
+    const int64_t stride = Product(Sizes(tiles_[i]), d + 1, tiles_[i].axes.size());
+    const int64_t align = 4 / std::gcd<int64_t>(stride, 4);
+    share_.per = (share_.per + align - 1) / align * align;
+  }
+  // An accumulator's factors come from its rows: a share of the rows is one
+  // of the accumulator.
+  for (const auto& [acc, rows] : follows) {
+    if (ShareAxisOf(rows) >= 0 && ShareAxisOf(acc) < 0) share_ = SplitShare{};
+  }
+}
+
+int TiledGenerator::ShareAxisOf(const TileInfo& t) const {
+  if (share_.axis < 0) return -1;
+  for (size_t d = 0; d < t.axes.size(); ++d) {
+    const TileAxis& a = t.axes[d];
+    if (a.source == Source::kGrid && a.grid_axis == share_.axis && a.size > 1) return static_cast<int>(d);
+  }
+  return -1;
+}
+
+bool TiledGenerator::ShareAligned(const TileInfo& t, int width) const {
+  const int d = ShareAxisOf(t);
+  return d < 0 || share_.per * Product(Sizes(t), d + 1, t.axes.size()) % width == 0;
+}
+
+void TiledGenerator::OpenShareLinear(const TileInfo& t, int width) {
+  const int d = ShareAxisOf(t);
+  std::string lo = "0", hi = absl::StrCat(t.elements());
+  bool outermost = d >= 0;
+  for (int o = 0; o < d; ++o) outermost = outermost && t.axes[o].size == 1;
+  if (outermost) {
+    const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
+    lo = stride == 1 ? "split_lo" : absl::StrCat("split_lo * ", stride);
+    hi = stride == 1 ? "split_hi" : absl::StrCat("split_hi * ", stride);
+  }
+  const std::string first = absl::StrCat(lo == "0" ? "" : lo + " + ", "threadIdx.x",
+                                         width == 1 ? "" : absl::StrCat(" * ", width));
+  e_.Open(absl::StrCat("for (int l = ", first, "; l < ", hi, "; l += ", b_.threads * width, ")"));
+}
+
+std::string TiledGenerator::ShareKeeps(const TileInfo& t, const std::vector<std::string>& coords) const {
+  if (share_.axis < 0) return "";
+  const int d = ShareAxisOf(t);
+  if (d < 0) return "split_lo == 0";
+  bool outermost = true;
+  for (int o = 0; o < d; ++o) outermost = outermost && t.axes[o].size == 1;
+  if (outermost) return "";  // OpenShareLinear's range
+  return absl::StrCat(coords[d], " >= split_lo && ", coords[d], " < split_hi");
+}
+
 void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
+  PlanSplitShare();
   const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
   e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
            " blocks of this grid point adds them in split order and goes on");
@@ -36,51 +146,68 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   EmitSplitShifts(split, floats, /*combine=*/false);
   // The barrier orders every thread's partials before thread 0's count,
   // whose release makes them visible to the block that counts last (its
-  // acquire, then the barrier, order them before its reads).
+  // acquire, then the barrier, order them before its reads). A point's
+  // counters: the count in, and (split_gather) the count out.
   Sync();
-  e_.Linef("if (threadIdx.x == 0) split_last = split_arrive(counters + point) == ", b_.loop_split - 1, "u;");
+  if (share_.axis >= 0) {
+    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(counters + 2 * point, ", b_.loop_split,
+             "u), true) : split_arrive(counters + 2 * point) == ", b_.loop_split - 1, "u;");
+  } else {
+    e_.Linef("if (threadIdx.x == 0) split_last = split_arrive(counters + 2 * point) == ", b_.loop_split - 1, "u;");
+  }
   Sync();
   e_.Open("if (split_last)");
+  if (share_.axis >= 0) {
+    const int64_t per = share_.per;
+    e_.Linef("// the rows (grid axis ", share_.axis, "'s tile) this block combines and stores: all for the last block; "
+             "its share where every block goes on (p.together)");
+    e_.Linef("const int split_lo = p.together ? min(", share_.size, ", static_cast<int>(", split, ") * ", per,
+             ") : 0;");
+    e_.Linef("const int split_hi = p.together ? min(", share_.size, ", split_lo + ", per, ") : ", share_.size, ";");
+  }
   // Sums taken against running maxes are first brought to the max of the
   // blocks' (FlashDecoding's combine).
   EmitSplitShifts(split, floats, /*combine=*/true);
   for (const auto& [i, offset] : accumulators) {
-    if (SplitRowSum(i)) continue;  // added in EmitSplitShifts
-    // Each thread's loads of all blocks' partials are independent (the q
-    // loop unrolled) and, where four consecutive elements share one row's
-    // factor, 16 bytes wide: the last block's combine is a few L2 round
-    // trips, not one per element and block. The sum's order is the same.
-    const std::vector<int64_t> sizes = Sizes(tiles_[i]);
-    const bool rescaled = b_.tile_ops[i].rescale >= 0;
-    const int width = offset % 4 == 0 && floats % 4 == 0 && FourShareARow(i) ? 4 : 1;
-    const char* lanes[] = {".x", ".y", ".z", ".w"};
-    e_.Open(absl::StrCat("for (int l = threadIdx.x * ", width, "; l < ", tiles_[i].elements(), "; l += ",
-                         b_.threads * width, ")"));
-    const std::string factor = rescaled ? absl::StrCat(" * f", i) : "";
-    const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
-    e_.Line(width == 4 ? "float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);" : "float sum = 0.0f;");
-    e_.Linef("#pragma unroll", b_.loop_split > 16 ? " 16" : "");
-    e_.Open(absl::StrCat("for (int q = 0; q < ", b_.loop_split, "; ++q)"));
-    const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
-    if (rescaled) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
-    if (width == 4) {
-      e_.Linef("const float4 v = __ldcg(reinterpret_cast<const float4*>(", at, "));");
-      for (const char* lane : lanes) e_.Linef("sum", lane, " += v", lane, factor, ";");
-    } else {
-      e_.Linef("sum += __ldcg(", at, ")", factor, ";");
-    }
-    e_.Close();
-    if (width == 4) {
-      for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = sum", lanes[k], ";");
-    } else {
-      e_.Linef(Buffer(i), "[l] = sum;");
-    }
-    e_.Close();
-    // Four elements a thread: not the linear loop's (OpenLinear) mapping.
-    Wrote(i, width == 1);
+    if (!SplitRowSum(i)) EmitCombineLoop(i, offset, floats);  // row sums: EmitSplitShifts
   }
-  // Every block of the point has counted: the counter is free for the next launch.
-  e_.Line("if (threadIdx.x == 0) counters[point] = 0u;");
+  // Every block of the point has counted: the counter is free for the next
+  // launch (split_gather frees it where every block goes on).
+  e_.Linef("if (threadIdx.x == 0", share_.axis >= 0 ? " && !p.together" : "", ") counters[2 * point] = 0u;");
+}
+
+void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats) {
+  // Each thread's loads of all blocks' partials are independent (the q
+  // loop unrolled) and, where four consecutive elements share one row's
+  // factor, 16 bytes wide: the last block's combine is a few L2 round
+  // trips, not one per element and block. The sum's order is the same.
+  const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+  const bool rescaled = b_.tile_ops[i].rescale >= 0;
+  const int width = offset % 4 == 0 && floats % 4 == 0 && FourShareARow(i) && ShareAligned(tiles_[i], 4) ? 4 : 1;
+  const char* lanes[] = {".x", ".y", ".z", ".w"};
+  OpenShareLinear(tiles_[i], width);
+  const std::string factor = rescaled ? absl::StrCat(" * f", i) : "";
+  const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
+  e_.Line(width == 4 ? "float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);" : "float sum = 0.0f;");
+  e_.Linef("#pragma unroll", b_.loop_split > 16 ? " 16" : "");
+  e_.Open(absl::StrCat("for (int q = 0; q < ", b_.loop_split, "; ++q)"));
+  const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
+  if (rescaled) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
+  if (width == 4) {
+    e_.Linef("const float4 v = __ldcg(reinterpret_cast<const float4*>(", at, "));");
+    for (const char* lane : lanes) e_.Linef("sum", lane, " += v", lane, factor, ";");
+  } else {
+    e_.Linef("sum += __ldcg(", at, ")", factor, ";");
+  }
+  e_.Close();
+  if (width == 4) {
+    for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = sum", lanes[k], ";");
+  } else {
+    e_.Linef(Buffer(i), "[l] = sum;");
+  }
+  e_.Close();
+  // Four elements a thread, or a share: not the linear loop's (OpenLinear) mapping.
+  Wrote(i, width == 1 && share_.axis < 0);
 }
 
 void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, bool combine) {
@@ -90,7 +217,11 @@ void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, b
     const int s = static_cast<int>(i);
     const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, s);
     const int64_t rows = ShiftRowTile(s).elements();
-    OpenLinear(rows);
+    if (combine) {
+      OpenShareLinear(ShiftRowTile(s), 1);
+    } else {
+      OpenLinear(rows);
+    }
     if (!combine) {
       e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = shift", i, "[l];");
       e_.Close();
@@ -120,7 +251,7 @@ void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, b
     e_.Close();
     for (const auto& [a, at] : sums) {
       e_.Linef(Buffer(a), "[l] = sum", a, ";");
-      Wrote(a, /*linear=*/true);
+      Wrote(a, /*linear=*/share_.axis < 0);
     }
     e_.Close();
     any = true;

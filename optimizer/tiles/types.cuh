@@ -203,6 +203,34 @@ __device__ __forceinline__ unsigned split_arrive(unsigned* counter) {
   return before;
 #endif
 }
+// A load that later reads and writes of the thread cannot pass (acquire).
+__device__ __forceinline__ unsigned load_acquire(const unsigned* at) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  unsigned value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(at) : "memory");
+  return value;
+#else
+  const unsigned value = *reinterpret_cast<const volatile unsigned*>(at);
+  __threadfence();
+  return value;
+#endif
+}
+// A split loop's meeting at a grid point in a cooperative launch, where
+// every block is resident and may wait: counts this block in at counter[0]
+// (split_arrive, after the caller's barrier), waits until all `blocks` have
+// (each acquire makes their partials visible; the caller's barrier after,
+// to the rest of its threads), then counts it out at counter[1]; the last
+// out zeroes both for the next launch, when no block reads counter[0] any
+// more (each counted out after its last read).
+__device__ __forceinline__ void split_gather(unsigned* counter, unsigned blocks) {
+  split_arrive(counter);
+  while (load_acquire(counter) < blocks) {
+  }
+  if (split_arrive(counter + 1) == blocks - 1) {
+    counter[0] = 0u;
+    counter[1] = 0u;
+  }
+}
 // Element j of a vector (j and element_bytes constant once unrolled).
 __device__ __forceinline__ unsigned vector_bits(const uint4& v, int j, int element_bytes) {
   const unsigned w[4] = {v.x, v.y, v.z, v.w};

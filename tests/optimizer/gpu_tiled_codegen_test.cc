@@ -74,9 +74,13 @@ class GpuTiledCodegen : public ::testing::Test {
     jit::CudaFunction* function = nullptr;
     std::vector<std::shared_ptr<Storage>> buffers;
     std::vector<int64_t> counts;
-    std::vector<uint64_t> params;  // { char* t[]; long long s[]; int* err; char* ws; unsigned* counters; }
+    // { char* t[]; long long s[]; int* err; char* ws; unsigned* counters; unsigned together; }
+    std::vector<uint64_t> params;
     std::shared_ptr<Storage> workspace, counters;
     jit::LaunchConfig config;
+    // A split loop that can share out its combine, and whether its grid fits
+    // on the device at once (a cooperative launch).
+    bool together = false;
   };
 
   // Compiles the graph's kernel and uploads `inputs` (f32 values by tensor
@@ -136,40 +140,62 @@ class GpuTiledCodegen : public ::testing::Test {
     if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
       *grid[split] = static_cast<unsigned>(block.loop_split);
       KILN_JIT_ASSIGN_OR_RETURN(p.workspace, context_->Allocate(points * source.workspace_bytes_per_point));
-      KILN_JIT_ASSIGN_OR_RETURN(p.counters, context_->Allocate(points * 4));
+      KILN_JIT_ASSIGN_OR_RETURN(p.counters, context_->Allocate(points * 8));
       workspace = jit::DevicePointer(*p.workspace);
       counters = jit::DevicePointer(*p.counters);
       // Partial sums that look like counts must not matter.
       KILN_JIT_RETURN_IF_ERROR(context_->Memset(workspace, 0x01, points * source.workspace_bytes_per_point));
-      KILN_JIT_RETURN_IF_ERROR(context_->Memset(counters, 0, points * 4));
+      KILN_JIT_RETURN_IF_ERROR(context_->Memset(counters, 0, points * 8));
+      if (source.split_together) {
+        KILN_JIT_ASSIGN_OR_RETURN(const int64_t resident,
+                                  context_->ResidentBlocks(*p.function, source.threads, p.config.dynamic_shared_bytes));
+        p.together = int64_t{p.config.grid.x} * p.config.grid.y * p.config.grid.z <= resident;
+      }
     }
     p.params.push_back(workspace);
     p.params.push_back(counters);
+    p.params.push_back(0);  // together: set by Launch
     return p;
   }
 
-  absl::Status Launch(Prepared& p) {
+  // Launches the kernel; `together`: cooperatively, its split loop's blocks
+  // sharing out the combine.
+  absl::Status Launch(Prepared& p, bool together = false) {
+    p.config.cooperative = together;
+    p.params.back() = together ? 1 : 0;
     void* args[] = {p.params.data()};
     return context_->Launch(*p.function, p.config, args);
   }
 
-  // Runs the kernel twice, the output poisoned again in between (a split
-  // loop must leave its counters ready for the next launch), and returns
-  // tensor `output` as f32.
+  // Runs the kernel twice, the output poisoned before each (a split loop
+  // must leave its counters ready for the next launch), and returns tensor
+  // `output` as f32. A split loop that can share out its combine runs
+  // twice more that way, whose output must be the same to the bit (the
+  // same sums in the same order).
   absl::StatusOr<std::vector<float>> Run(const KernelGraph& graph,
                                          const std::map<int, std::vector<float>>& inputs, int output,
                                          const Bindings& bindings = {}) {
     KILN_JIT_ASSIGN_OR_RETURN(Prepared p, Prepare(graph, inputs, bindings));
-    KILN_JIT_RETURN_IF_ERROR(Launch(p));
-    KILN_JIT_RETURN_IF_ERROR(context_->Memset(jit::DevicePointer(*p.buffers[output]), 0xff,
-                                              std::max<size_t>(1, p.counts[output] *
-                                                                      DTypeSize(graph.tensors[output].dtype))));
-    KILN_JIT_RETURN_IF_ERROR(Launch(p));
-    KILN_JIT_RETURN_IF_ERROR(context_->Synchronize());
     const DType dtype = graph.tensors[output].dtype;
     std::vector<char> stored(p.counts[output] * DTypeSize(dtype));
-    KILN_JIT_RETURN_IF_ERROR(
-        context_->CopyDeviceToHost(stored.data(), jit::DevicePointer(*p.buffers[output]), stored.size()));
+    const jit::CUdeviceptr out_ptr = jit::DevicePointer(*p.buffers[output]);
+    const auto run_twice = [&](bool together) -> absl::Status {
+      for (int i = 0; i < 2; ++i) {
+        KILN_JIT_RETURN_IF_ERROR(context_->Memset(out_ptr, 0xff, std::max<size_t>(1, stored.size())));
+        KILN_JIT_RETURN_IF_ERROR(Launch(p, together));
+      }
+      KILN_JIT_RETURN_IF_ERROR(context_->Synchronize());
+      return context_->CopyDeviceToHost(stored.data(), out_ptr, stored.size());
+    };
+    KILN_JIT_RETURN_IF_ERROR(run_twice(false));
+    if (p.together) {
+      const std::vector<char> last_block = stored;
+      KILN_JIT_RETURN_IF_ERROR(run_twice(true));
+      if (stored != last_block) {
+        return absl::InternalError("the split loop's combine shared out by every block differs from the last block's");
+      }
+      ++together_runs_;
+    }
     std::vector<float> out(p.counts[output]);
     ConvertElements(dtype, stored.data(), DType::kF32, out.data(), p.counts[output]);
     return out;
@@ -194,6 +220,7 @@ class GpuTiledCodegen : public ::testing::Test {
 
   std::unique_ptr<jit::CudaContext> context_;
   const jit::NvrtcApi* nvrtc_ = nullptr;
+  int together_runs_ = 0;  // Runs that compared the shared-out combine with the last block's
 };
 
 // Tolerances for results stored as `dtype`.
@@ -265,6 +292,8 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
       }
     }
   }
+  // The split variants' combines also ran shared out by every block (Run).
+  EXPECT_GT(together_runs_, 0);
 }
 
 TEST_F(GpuTiledCodegen, GatedMlpMatchesACpuLoop) {

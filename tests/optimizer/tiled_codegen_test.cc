@@ -109,10 +109,47 @@ TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
   // 4 floats) per block, 4 blocks per grid point.
   EXPECT_EQ(source->workspace_bytes_per_point, 4 * 4 * (2 * 64 + 4));
   // One acquire-release count a block, no fences.
-  EXPECT_THAT(source->source, ::testing::HasSubstr("split_arrive(counters + point) == 3u"));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("split_arrive(counters + 2 * point) == 3u"));
   EXPECT_THAT(source->source, ::testing::Not(::testing::HasSubstr("__threadfence")));
   EXPECT_THAT(source->source, ::testing::HasSubstr("blockIdx.z * share"));
   EXPECT_EQ(ugraph::SplitGridAxis(graph.kernels[0].block), 2);
+}
+
+// Launched with every block resident (p.together), a split loop's blocks
+// wait for one another and each combines and stores its own share of the
+// grid point's rows, here 16 of the 64 columns; the last block's combine
+// stays for a grid too large for that.
+TEST(TiledCodegen, ASplitLoopSharesOutItsCombineWhenEveryBlockIsResident) {
+  const KernelGraph graph = RmsNormLinear(DType::kF16, 1, 4096, 4096, {.m = 1, .k = 64, .n = 64, .split = 4});
+  absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_TRUE(source->split_together);
+  const std::string& code = source->source;
+  EXPECT_THAT(code, ::testing::HasSubstr("unsigned together;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("split_last = p.together ? (split_gather(counters + 2 * point, 4u), true) "
+                                         ": split_arrive(counters + 2 * point) == 3u;"));
+  EXPECT_THAT(code,
+              ::testing::HasSubstr("const int split_lo = p.together ? min(64, static_cast<int>(blockIdx.z) * 16) : 0;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("const int split_hi = p.together ? min(64, split_lo + 16) : 64;"));
+  // The combine and the stores walk the share alone.
+  const size_t combine = code.find("const int split_hi");
+  ASSERT_NE(combine, std::string::npos) << code;
+  EXPECT_THAT(code.substr(combine),
+              ::testing::HasSubstr("for (int l = split_lo + threadIdx.x * 4; l < split_hi; l += 1024)"));
+  const size_t store = code.find("store_f16", combine);
+  ASSERT_NE(store, std::string::npos) << code;
+  EXPECT_NE(code.rfind("for (int l = split_lo + threadIdx.x; l < split_hi; l += 256)", store), std::string::npos)
+      << code;
+  // split_gather frees the counters where every block goes on.
+  EXPECT_THAT(code, ::testing::HasSubstr("if (threadIdx.x == 0 && !p.together) counters[2 * point] = 0u;"));
+  ExpectCompiles(graph);
+
+  // After LoRA's loop, (X @ A) @ B takes every row of X @ A: the last block
+  // combines alone.
+  absl::StatusOr<codegen::KernelSource> lora = Generate(Lora(DType::kF16, 4, 4096, 4096, 16, {.split = 2}));
+  ASSERT_TRUE(lora.ok()) << lora.status();
+  EXPECT_FALSE(lora->split_together);
+  EXPECT_THAT(lora->source, ::testing::Not(::testing::HasSubstr("p.together ?")));
 }
 
 // The last block sums the partials four elements a thread, which is not
