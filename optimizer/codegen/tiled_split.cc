@@ -34,6 +34,27 @@
 
 namespace kiln::codegen::tiled_internal {
 
+namespace {
+
+// Where tile t has grid axis g (of size above 1), or -1.
+int GridAxisIn(const TileInfo& t, int g) {
+  for (size_t d = 0; d < t.axes.size(); ++d) {
+    const TileAxis& a = t.axes[d];
+    if (a.source == Source::kGrid && a.grid_axis == g && a.size > 1) return static_cast<int>(d);
+  }
+  return -1;
+}
+
+// Whether axis d of tile t is its outermost of size above 1.
+bool Outermost(const TileInfo& t, int d) {
+  for (int o = 0; o < d; ++o) {
+    if (t.axes[o].size != 1) return false;
+  }
+  return d >= 0;
+}
+
+}  // namespace
+
 void TiledGenerator::PlanSplitShare() {
   share_ = SplitShare{};
   const int split_axis = ugraph::SplitGridAxis(b_);
@@ -63,13 +84,10 @@ void TiledGenerator::PlanSplitShare() {
     int64_t size = 0;
     bool ok = true;
     for (const TileInfo& t : combined) {
-      for (size_t d = 0; d < t.axes.size(); ++d) {
-        const TileAxis& a = t.axes[d];
-        if (a.source != Source::kGrid || a.grid_axis != g || a.size == 1) continue;
-        for (size_t o = 0; o < d; ++o) ok = ok && t.axes[o].size == 1;
-        ok = ok && (size == 0 || size == a.size);
-        size = a.size;
-      }
+      const int d = GridAxisIn(t, g);
+      if (d < 0) continue;
+      ok = ok && Outermost(t, d) && (size == 0 || size == t.axes[d].size);
+      size = t.axes[d].size;
     }
     if (ok && size > std::max<int64_t>(1, share_.size)) share_ = SplitShare{g, size, 0};
   }
@@ -90,12 +108,7 @@ void TiledGenerator::PlanSplitShare() {
 }
 
 int TiledGenerator::ShareAxisOf(const TileInfo& t) const {
-  if (share_.axis < 0) return -1;
-  for (size_t d = 0; d < t.axes.size(); ++d) {
-    const TileAxis& a = t.axes[d];
-    if (a.source == Source::kGrid && a.grid_axis == share_.axis && a.size > 1) return static_cast<int>(d);
-  }
-  return -1;
+  return share_.axis < 0 ? -1 : GridAxisIn(t, share_.axis);
 }
 
 bool TiledGenerator::ShareAligned(const TileInfo& t, int width) const {
@@ -106,9 +119,7 @@ bool TiledGenerator::ShareAligned(const TileInfo& t, int width) const {
 void TiledGenerator::OpenShareLinear(const TileInfo& t, int width) {
   const int d = ShareAxisOf(t);
   std::string lo = "0", hi = absl::StrCat(t.elements());
-  bool outermost = d >= 0;
-  for (int o = 0; o < d; ++o) outermost = outermost && t.axes[o].size == 1;
-  if (outermost) {
+  if (Outermost(t, d)) {
     const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
     lo = stride == 1 ? "split_lo" : absl::StrCat("split_lo * ", stride);
     hi = stride == 1 ? "split_hi" : absl::StrCat("split_hi * ", stride);
@@ -122,9 +133,7 @@ std::string TiledGenerator::ShareKeeps(const TileInfo& t, const std::vector<std:
   if (share_.axis < 0) return "";
   const int d = ShareAxisOf(t);
   if (d < 0) return "split_lo == 0";
-  bool outermost = true;
-  for (int o = 0; o < d; ++o) outermost = outermost && t.axes[o].size == 1;
-  if (outermost) return "";  // OpenShareLinear's range
+  if (Outermost(t, d)) return "";  // OpenShareLinear's range
   return absl::StrCat(coords[d], " >= split_lo && ", coords[d], " < split_hi");
 }
 
