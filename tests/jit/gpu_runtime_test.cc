@@ -203,6 +203,43 @@ TEST_F(GpuRuntime, LaunchWritesEveryElement) {
   EXPECT_EQ(back[kN], -1);
 }
 
+// A cooperative launch (split loops whose blocks wait for one another)
+// takes the grid the device holds at once, and a larger one is a clear
+// error that leaves the context usable.
+TEST_F(GpuRuntime, CooperativeLaunchTakesAResidentGridAndRefusesALargerOne) {
+  std::unique_ptr<CudaModule> module = LoadKernels();
+  ASSERT_NE(module, nullptr);
+  CudaFunction* times_two = *module->GetFunction("times_two");
+  absl::StatusOr<int64_t> resident = context_->ResidentBlocks(*times_two, 256, 0);
+  ASSERT_TRUE(resident.ok()) << resident.status();
+  EXPECT_GE(*resident, context_->info().sm_count);
+  const int n = static_cast<int>(*resident * 256);
+  std::shared_ptr<Storage> out = Allocate((n + 256) * sizeof(int));
+  ASSERT_TRUE(context_->Memset(DevicePointer(*out), 0xFF, (n + 256) * sizeof(int)).ok());
+  CUdeviceptr ptr = DevicePointer(*out);
+  int count = n;
+  void* args[] = {&ptr, &count};
+  LaunchConfig config;
+  config.block.x = 256;
+  config.grid.x = static_cast<unsigned>(*resident);
+  config.cooperative = true;
+  absl::Status launched = context_->Launch(*times_two, config, args);
+  ASSERT_TRUE(launched.ok()) << launched;
+  std::vector<int> back(n);
+  ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
+  for (int i = 0; i < n; ++i) ASSERT_EQ(back[i], 2 * i) << "element " << i;
+
+  config.grid.x += 1;
+  count = n + 256;
+  absl::Status status = context_->Launch(*times_two, config, args);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("cooperative launch of kernel 'times_two'"));
+  EXPECT_TRUE(context_->Synchronize().ok());
+  config.cooperative = false;
+  EXPECT_TRUE(context_->Launch(*times_two, config, args).ok());
+  EXPECT_TRUE(context_->Synchronize().ok());
+}
+
 TEST_F(GpuRuntime, InlinePtxAndMmaRun) {
   std::unique_ptr<CudaModule> module = LoadKernels();
   ASSERT_NE(module, nullptr);
