@@ -263,14 +263,14 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     if (empty) continue;
     // A split loop's blocks line up along the split axis; per point of the
     // other axes, the workspace holds their partial sums and the counters
-    // buffer two counters.
+    // buffer kSplitCounters counters.
     uint64_t workspace = 0, counters = 0;
     if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
       grid[split] = block.loop_split;
       const int64_t points = grid[0] * grid[1] * grid[2] / block.loop_split;
       absl::StatusOr<uint64_t> ws = Workspace(workspace_, points * kernel.source.workspace_bytes_per_point);
       if (!ws.ok()) return ws.status();
-      absl::StatusOr<uint64_t> count = Workspace(counters_, points * 8);
+      absl::StatusOr<uint64_t> count = Workspace(counters_, points * codegen::kSplitCounters * sizeof(unsigned));
       if (!count.ok()) return count.status();
       workspace = *ws;
       counters = *count;

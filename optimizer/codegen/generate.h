@@ -24,6 +24,10 @@ enum class MatmulPath {
   kSharedMemory,  // FMAs on f32 tiles in shared memory
 };
 
+// Counters (unsigned) a split loop takes per grid point: the count in, and
+// where its blocks share out the combine, the count out (split_gather).
+inline constexpr int kSplitCounters = 2;
+
 struct KernelSource {
   std::string source;
   // The kernel takes one struct: { char* t[]; long long s[]; int* err;
@@ -57,8 +61,9 @@ struct KernelSource {
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a
-  // point of the launch grid less the split axis), and two counters per
-  // grid point (counters), zero before the launch and left zero after it.
+  // point of the launch grid less the split axis), and kSplitCounters
+  // counters per grid point (counters), zero before the launch and left
+  // zero after it.
   // Counters are a buffer of their own: another kernel's partial sums in
   // the workspace must never look like a count. 0: none.
   int64_t workspace_bytes_per_point = 0;

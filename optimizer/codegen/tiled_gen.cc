@@ -64,7 +64,9 @@ absl::Status TiledGenerator::Plan() {
       }
     }
   }
-  return PlanLayout(best, best_bytes);
+  if (absl::Status s = PlanLayout(best, best_bytes); !s.ok()) return s;
+  PlanSplitShare();
+  return absl::OkStatus();
 }
 
 std::vector<bool> TiledGenerator::BeforeLoopOnly() const {

@@ -138,7 +138,6 @@ std::string TiledGenerator::ShareKeeps(const TileInfo& t, const std::vector<std:
 }
 
 void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
-  PlanSplitShare();
   const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
   e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
            " blocks of this grid point adds them in split order and goes on");
@@ -158,11 +157,12 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   // acquire, then the barrier, order them before its reads). A point's
   // counters: the count in, and (split_gather) the count out.
   Sync();
+  const std::string counter = absl::StrCat("counters + ", kSplitCounters, " * point");
   if (share_.axis >= 0) {
-    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(counters + 2 * point, ", b_.loop_split,
-             "u), true) : split_arrive(counters + 2 * point) == ", b_.loop_split - 1, "u;");
+    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(", counter, ", ", b_.loop_split,
+             "u), true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   } else {
-    e_.Linef("if (threadIdx.x == 0) split_last = split_arrive(counters + 2 * point) == ", b_.loop_split - 1, "u;");
+    e_.Linef("if (threadIdx.x == 0) split_last = split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   }
   Sync();
   e_.Open("if (split_last)");
@@ -182,7 +182,8 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   }
   // Every block of the point has counted: the counter is free for the next
   // launch (split_gather frees it where every block goes on).
-  e_.Linef("if (threadIdx.x == 0", share_.axis >= 0 ? " && !p.together" : "", ") counters[2 * point] = 0u;");
+  e_.Linef("if (threadIdx.x == 0", share_.axis >= 0 ? " && !p.together" : "", ") counters[", kSplitCounters,
+           " * point] = 0u;");
 }
 
 void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats) {
@@ -226,17 +227,14 @@ void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, b
     const int s = static_cast<int>(i);
     const int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, s);
     const int64_t rows = ShiftRowTile(s).elements();
-    if (combine) {
-      OpenShareLinear(ShiftRowTile(s), 1);
-    } else {
-      OpenLinear(rows);
-    }
     if (!combine) {
+      OpenLinear(rows);
       e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = shift", i, "[l];");
       e_.Close();
       any = true;
       continue;
     }
+    OpenShareLinear(ShiftRowTile(s), 1);
     // The shift every block's sums are brought to: the max of theirs; each
     // block's factor to it, and the sums with one value per row, in the
     // same pass (the blocks' maxes read once, into registers).

@@ -140,12 +140,13 @@ class GpuTiledCodegen : public ::testing::Test {
     if (const int split = ugraph::SplitGridAxis(block); split >= 0) {
       *grid[split] = static_cast<unsigned>(block.loop_split);
       KILN_JIT_ASSIGN_OR_RETURN(p.workspace, context_->Allocate(points * source.workspace_bytes_per_point));
-      KILN_JIT_ASSIGN_OR_RETURN(p.counters, context_->Allocate(points * 8));
+      const int64_t counter_bytes = points * codegen::kSplitCounters * sizeof(unsigned);
+      KILN_JIT_ASSIGN_OR_RETURN(p.counters, context_->Allocate(counter_bytes));
       workspace = jit::DevicePointer(*p.workspace);
       counters = jit::DevicePointer(*p.counters);
       // Partial sums that look like counts must not matter.
       KILN_JIT_RETURN_IF_ERROR(context_->Memset(workspace, 0x01, points * source.workspace_bytes_per_point));
-      KILN_JIT_RETURN_IF_ERROR(context_->Memset(counters, 0, points * 8));
+      KILN_JIT_RETURN_IF_ERROR(context_->Memset(counters, 0, counter_bytes));
       if (source.split_together) {
         KILN_JIT_ASSIGN_OR_RETURN(const int64_t resident,
                                   context_->ResidentBlocks(*p.function, source.threads, p.config.dynamic_shared_bytes));
