@@ -155,7 +155,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   int64_t inflight_bytes = 0;
   MatmulPath matmul_path = MatmulPath::kNone;
   std::vector<MatmulPath> op_paths;
-  int64_t step_barriers = 0, mma_warps = 0, step_threads = b.threads;
+  int64_t step_barriers = 0, mma_warps = 0, step_threads = b.threads, flash_groups = 1;
   bool split_together = false;
   switch (b.kind) {
     case BlockKind::kPointwise:
@@ -179,6 +179,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       step_barriers = tiled->step_barriers;
       mma_warps = tiled->mma_warps;
       step_threads = tiled->step_threads;
+      flash_groups = tiled->flash_groups;
       split_together = tiled->split_together;
       break;
     }
@@ -196,6 +197,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.step_barriers = step_barriers;
   out.mma_warps = mma_warps;
   out.step_threads = step_threads;
+  out.flash_groups = flash_groups;
   out.split_together = split_together;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);

@@ -56,8 +56,12 @@ struct KernelSource {
   int64_t mma_warps = 0;
   // Threads that share out a loop step's work: all, but for the flash
   // path (tiled_flash.cc), whose rows are owned by as many warps as there
-  // are slabs of 16 query rows; the rest idle through its step.
+  // are slabs of 16 query rows; the rest idle through its step (unless
+  // they come in groups, below).
   int64_t step_threads = 0;
+  // The flash path's groups of warps that share out a step's keys, merged
+  // after the loop (two barriers a block); 1: none.
+  int64_t flash_groups = 1;
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a

@@ -119,6 +119,7 @@ void TiledGenerator::PlanFlushScratch() {
     const MatmulPlan& pv = matmuls_[flash_.pv];
     flush = std::max(flush, b_.threads / 32 * (32 + pv.rows * pv.cols));  // EmitKeysSplitFlush
   }
+  if (flash_.groups > 1) flush = std::max(flush, FlashGroupScratch());
   if (b_.loop_split > 1) {
     int64_t factors = 0;  // SplitFactors
     for (size_t i = 0; i < b_.tile_ops.size(); ++i) {

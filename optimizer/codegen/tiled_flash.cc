@@ -6,7 +6,10 @@
 //   l += sum(P)         (optional) along the loop axis, rescaled too
 // and the query tile has more than one m16 slab of rows, or fewer than 16
 // rows and 16 keys a step per warp (decode: the warps share out the keys
-// instead, FlashDecoding within the block, and combine after the loop). The generic form
+// instead, FlashDecoding within the block, and combine after the loop).
+// With more warps than slabs, the warps come in groups of one per slab,
+// each group taking its share of every step's keys, and the groups
+// combine after the loop. The generic form
 // takes five barriers a step (S to shared memory, the max, the
 // exponentials, the products); here warp w keeps rows 16w..16w+15 of S, P,
 // O, the running max and the row sum in registers, the max and sum of a
@@ -53,6 +56,18 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     if (!keys_split && (s_plan.rows <= 16 || s_plan.m16s > warps)) continue;
     if (pv_plan.rows != s_plan.rows || s_plan.n8s % 2 != 0 || pv_plan.depth != s_plan.cols) continue;
     if (!keys_split && s_plan.n8s + pv_plan.n8s > 32) continue;
+    // Warps to spare over the slabs, where no SM gets a second block to
+    // run in their place: groups of a warp per slab share out each step's
+    // keys, two or more columns of tiles (16 keys) a group. (On an H100,
+    // qknorm_gqa_bs1's 128 blocks: 17.3 -> 15.9 us, gqa_bs1's 11.9 either
+    // way; with 4 blocks an SM, gqa_bs8's grouped kernels took 45 us where
+    // blocks of 4 warps took 31.)
+    int64_t groups = 1;
+    const bool sm_to_itself = ugraph::LaunchedBlocks(b_) <= ugraph::kPlannedSms;
+    if (!keys_split && sm_to_itself && warps > s_plan.m16s && warps % s_plan.m16s == 0) {
+      const int64_t g = warps / s_plan.m16s;
+      if (s_plan.n8s % (2 * g) == 0) groups = g;
+    }
     // P's readers: the product and at most one row sum into an
     // accumulator that follows the same max.
     int sum = -1;
@@ -75,8 +90,10 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.pv = pv;
     flash_.sum = sum;
     flash_.keys_split = keys_split;
-    registers_ += 4 * ((keys_split ? 2 : s_plan.n8s) + pv_plan.n8s) + 8;
-    registers_ += ((keys_split ? 2 : s_plan.n8s) + pv_plan.n8s) / 2;  // DeclareFlashOffsets
+    flash_.groups = groups;
+    const int64_t sn = keys_split ? 2 : s_plan.n8s / groups;  // a warp's columns of S
+    registers_ += 4 * (sn + pv_plan.n8s) + 8;
+    registers_ += (sn + pv_plan.n8s) / 2;  // DeclareFlashOffsets
     const int a = b_.tile_ops[s].args[0], b1 = b_.tile_ops[s].args[1];
     flash_.a_registers =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
@@ -124,18 +141,23 @@ void TiledGenerator::EmitFlashStep() {
   const int k_tile = s_op.args[1];
   const std::string keys = Length(ColAxis(flash_.exp));
   const bool split = flash_.keys_split;
+  // The warp's columns of S (n8 tiles): all, its own 16 keys, or its
+  // group's share.
+  const int64_t groups = flash_.groups, sn = split ? 2 : s.n8s / groups;
   if (!s.a_ring) Read(s_op.args[0], false);
   if (s.b_tile) Read(k_tile, false);
   if (s.b_scale >= 0) Read(s.b_scale, false);
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
            flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
-           split ? ": each warp 16 keys" : ": each warp 16 rows", ", in registers (no barrier)");
+           split         ? ": each warp 16 keys"
+           : groups > 1  ? absl::StrCat(": each warp 16 rows and its group's ", sn * 8, " keys of ", s.cols)
+                         : ": each warp 16 rows",
+           ", in registers (no barrier)");
   e_.Open("");
   DeclareMmaLane();
-  // The warp's columns of S (n8 tiles): all, or its own 16 keys.
-  const int64_t sn = split ? 2 : s.n8s;
-  const std::string first = split ? "2 * warp" : "0", col0 = split ? "warp * 16 + " : "";
+  const std::string first = split ? "2 * warp" : groups > 1 ? absl::StrCat("kg * ", sn) : "0";
+  const std::string col0 = split ? "warp * 16 + " : groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ") : "";
   OpenFlashWarps();
   DeclareFlashOffsets(flash_.scores, sn, first);
   DeclareFlashOffsets(flash_.pv, pv.n8s, "0");
@@ -161,7 +183,7 @@ void TiledGenerator::EmitFlashStep() {
   const std::string col = absl::StrCat(col0, "v * 8 + t2 + (h & 1)");
   std::string in_range = absl::StrCat(col, " < ", keys);
   if (b_.tile_ops[flash_.exp].mask.on()) {
-    absl::StrAppend(&full, " && ", MaskKeeps(flash_.exp, "m0", absl::StrCat(col0, split ? 15 : s.cols - 1)));
+    absl::StrAppend(&full, " && ", MaskKeeps(flash_.exp, "m0", absl::StrCat(col0, sn * 8 - 1)));
     absl::StrAppend(&in_range, " && ", MaskKeeps(flash_.exp, "(m0 + g + 8 * (h >> 1))", col));
   }
   // (`in_range` empty: every column is.)
@@ -223,11 +245,16 @@ void TiledGenerator::EmitFlashStep() {
 }
 
 bool TiledGenerator::FlashWarpsIdle() const {
-  return !flash_.keys_split && matmuls_[flash_.scores].m16s < b_.threads / 32;
+  return !flash_.keys_split && flash_.groups == 1 && matmuls_[flash_.scores].m16s < b_.threads / 32;
 }
 
 void TiledGenerator::OpenFlashWarps() {
-  if (FlashWarpsIdle()) e_.Open(absl::StrCat("if (warp < ", matmuls_[flash_.scores].m16s, ")"));
+  const int64_t slabs = matmuls_[flash_.scores].m16s;
+  if (FlashWarpsIdle()) e_.Open(absl::StrCat("if (warp < ", slabs, ")"));
+  if (flash_.groups > 1) {
+    e_.Linef("const int m0 = warp % ", slabs, " * 16, kg = warp / ", slabs, ";  // the warp's slab and group");
+    return;
+  }
   e_.Linef("const int m0 = ", flash_.keys_split ? "0" : "warp * 16", ";");
 }
 
@@ -345,15 +372,17 @@ void TiledGenerator::EmitKeysSplitFlush() {
 
 void TiledGenerator::EmitFlashFlush() {
   if (flash_.keys_split) return EmitKeysSplitFlush();
+  if (flash_.groups > 1) EmitFlashGroupMerge();
   const MatmulPlan& pv = matmuls_[flash_.pv];
   const int out = fused_into_[flash_.pv];
   e_.Linef("// x", out, flash_.sum >= 0 ? absl::StrCat(", x", fused_into_[flash_.sum]) : "", " and x", flash_.exp,
-           "'s running max from the warps' registers");
+           "'s running max from the warps' registers", flash_.groups > 1 ? " (group 0's)" : "");
   Read(out, false);
   if (flash_.sum >= 0) Read(fused_into_[flash_.sum], false);
   e_.Open("");
   DeclareMmaLane();
   OpenFlashWarps();
+  if (flash_.groups > 1) e_.Open("if (kg == 0)");
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
   e_.Line("const float total = quad_reduce<false>(run_sum[h]);");
@@ -370,10 +399,68 @@ void TiledGenerator::EmitFlashFlush() {
   e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")), "] = run_max[h];");
   e_.Close();
   e_.Close();
+  if (flash_.groups > 1) e_.Close();
   CloseFlashWarps();
   e_.Close();
   Wrote(out, false);
   if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], false);
+}
+
+int64_t TiledGenerator::FlashGroupScratch() const {
+  // Per lane of each warp past group 0: its two rows' running maxes and
+  // sums, and its P@V fragments.
+  const int64_t slabs = matmuls_[flash_.scores].m16s;
+  return (flash_.groups - 1) * slabs * 32 * (4 + 4 * matmuls_[flash_.pv].n8s);
+}
+
+void TiledGenerator::EmitFlashGroupMerge() {
+  const MatmulPlan& pv = matmuls_[flash_.pv];
+  const int64_t slabs = matmuls_[flash_.scores].m16s, lanes = (flash_.groups - 1) * slabs * 32;
+  const std::string part = FlushScratch();
+  // Field f of lane `at` (past group 0's warps) at part[f * lanes + at]: a
+  // warp's lanes read and write consecutive floats.
+  const auto field = [&](const std::string& f) { return absl::StrCat(part, "[(", f, ") * ", lanes, " + at]"); };
+  e_.Linef("// x", flash_.pv, "'s fragments, x", flash_.exp, "'s running max",
+           flash_.sum >= 0 ? absl::StrCat(" and x", flash_.sum, "'s sums") : "",
+           ": each group's, over its keys, brought to group 0's warp of the same slab and lane");
+  Sync();  // the scratch may hold other sums
+  e_.Open("");
+  DeclareMmaLane();
+  OpenFlashWarps();
+  e_.Open("if (kg > 0)");
+  e_.Linef("const int at = (warp - ", slabs, ") * 32 + lane;");
+  e_.Line("#pragma unroll");
+  e_.Open("for (int h = 0; h < 2; ++h)");
+  e_.Linef(field("h"), " = run_max[h];");
+  e_.Linef(field("2 + h"), " = run_sum[h];");
+  e_.Close();
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) ", field("4 + v * 4 + h"), " = o",
+           flash_.pv, "[v][h];");
+  e_.Close();
+  e_.Close();
+  Sync();
+  e_.Open("");
+  DeclareMmaLane();
+  OpenFlashWarps();
+  e_.Open("if (kg == 0)");
+  e_.Open(absl::StrCat("for (int q = 1; q < ", flash_.groups, "; ++q)"));
+  e_.Linef("const int at = ((q - 1) * ", slabs, " + warp) * 32 + lane;");
+  e_.Line("float mine[2], theirs[2];");
+  e_.Line("#pragma unroll");
+  e_.Open("for (int h = 0; h < 2; ++h)");
+  e_.Linef("const float other = ", field("h"), ", top = fmaxf(run_max[h], other);");
+  e_.Line("mine[h] = split_factor(run_max[h], top);");
+  e_.Line("theirs[h] = split_factor(other, top);");
+  e_.Linef("run_sum[h] = run_sum[h] * mine[h] + ", field("2 + h"), " * theirs[h];");
+  e_.Line("run_max[h] = top;");
+  e_.Close();
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv, "[v][h] = o", flash_.pv,
+           "[v][h] * mine[h >> 1] + ", field("4 + v * 4 + h"), " * theirs[h >> 1];");
+  e_.Close();
+  e_.Close();
+  e_.Close();
 }
 
 }  // namespace kiln::codegen::tiled_internal

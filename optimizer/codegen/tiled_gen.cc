@@ -274,7 +274,7 @@ MatmulPath TiledGenerator::matmul_path() const {
 
 int64_t TiledGenerator::mma_warps() const {
   const int64_t warps = b_.threads / 32;
-  if (flash_.keys_split) return warps;                                   // a warp per 16 keys
+  if (flash_.keys_split || flash_.groups > 1) return warps;              // a warp per 16 keys, or per slab and group
   if (flash_.pv >= 0) return std::min(warps, matmuls_[flash_.pv].m16s);  // a warp per slab of rows
   int64_t most = 0;
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
@@ -791,6 +791,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.step_barriers = generator.step_barriers();
   out.mma_warps = generator.mma_warps();
   out.step_threads = generator.step_threads();
+  out.flash_groups = generator.flash_groups();
   out.split_together = generator.split_together();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.

@@ -29,8 +29,10 @@ struct TiledKernel {
   // Barriers a loop step takes, warps that issue its mma (KernelSource).
   int64_t step_barriers = 0;
   int64_t mma_warps = 0;
-  // Threads that share out a loop step's work (KernelSource).
+  // Threads that share out a loop step's work, and the flash path's groups
+  // of warps (KernelSource).
   int64_t step_threads = 0;
+  int64_t flash_groups = 1;
   // A split loop whose blocks can share out the combine (KernelSource).
   bool split_together = false;
 };

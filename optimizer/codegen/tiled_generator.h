@@ -100,9 +100,11 @@ class TiledGenerator {
   // Threads that share out a loop step's work: the warps that own the
   // flash path's rows (the others wait at its barriers), else all.
   int64_t step_threads() const {
-    if (flash_.pv < 0 || flash_.keys_split) return b_.threads;
+    if (flash_.pv < 0 || flash_.keys_split || flash_.groups > 1) return b_.threads;
     return std::min<int64_t>(b_.threads / 32, matmuls_[flash_.scores].m16s) * 32;
   }
+  // The flash path's groups of warps (FlashPlan::groups; 1 without it).
+  int64_t flash_groups() const { return flash_.pv < 0 ? 1 : flash_.groups; }
   // Whether a split loop's blocks can share out its combine when they are
   // all resident (p.together, a cooperative launch): see SplitShare.
   bool split_together() const { return share_.axis >= 0; }
@@ -512,6 +514,12 @@ class TiledGenerator {
     // and the warps' parts are combined after the loop (FlashDecoding
     // within the block). Otherwise warp w owns rows 16w..16w+15.
     bool keys_split = false;
+    // Rows owned by warps with warps to spare: the warps come in `groups`
+    // of one warp per slab, and group q takes the q-th share of each
+    // step's keys (its own running max, row sums and P@V fragments) for
+    // its slab; after the loop the other groups' registers are brought to
+    // group 0's through the scratch (EmitFlashGroupMerge). 1: no groups.
+    int64_t groups = 1;
   };
   // One k chunk of flash product mm into the fragments `acc`[v] for
   // `count` columns of tiles from column `first` (A in `fa`): B's
@@ -530,9 +538,16 @@ class TiledGenerator {
   // 34 on an H100).
   void DeclareFlashOffsets(int mm, int64_t count, const std::string& first);
   void EmitKeysSplitFlush();
+  // Groups > 1: the other groups' running maxes, row sums and P@V
+  // fragments added into group 0's registers, each brought to the larger
+  // max.
+  void EmitFlashGroupMerge();
+  // The scratch floats EmitFlashGroupMerge takes.
+  int64_t FlashGroupScratch() const;
   // Whether warps past the query tile's slabs idle in the flash code (rows
-  // owned by warps, fewer slabs than warps); Open declares the warp's first
-  // row `m0` inside that guard, Close ends it.
+  // owned by warps, fewer slabs than warps, no groups); Open declares the
+  // warp's first row `m0` inside that guard (and with groups, the warp's
+  // group `kg`), Close ends it.
   bool FlashWarpsIdle() const;
   void OpenFlashWarps();
   void CloseFlashWarps();

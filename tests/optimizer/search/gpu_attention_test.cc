@@ -5,6 +5,8 @@
 // maxes), odd shapes included; outputs poisoned first (GraphRunner).
 #include <array>
 #include <functional>
+#include <set>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "optimizer/cuda_executor.h"
@@ -39,7 +41,7 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
 }
 
 struct Runs {
-  int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0;
+  int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0, key_groups = 0;
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -83,6 +85,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.scaled_b += source->source.find("scale_f16x2(") != std::string::npos;
     runs.keys_shared += source->mma_warps == s.threads / 32 && source->step_barriers == 1 &&
                         source->source.find("each warp 16 keys") != std::string::npos;
+    runs.key_groups += source->source.find("each warp 16 rows and its group's") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -102,6 +105,7 @@ TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
     }
   }
   EXPECT_GE(runs.keys_shared, 4) << "decode kernels whose warps share out the keys";
+  EXPECT_GE(runs.key_groups, 2) << "kernels whose groups of warps share out the keys";
   EXPECT_GE(runs.split, 8) << "the decode shapes (one query) split their keys";
   EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
 }
@@ -133,6 +137,47 @@ TEST(GpuAttention, QkNormMatchesTheCpu) {
   });
   EXPECT_GE(runs.split, 6);
   EXPECT_GE(runs.scaled_b, 6) << "f16 scores reading K from the ring, each key times its rsqrt";
+}
+
+// Schedules whose warps come in groups that share out each step's keys
+// (query tiles with fewer slabs of 16 rows than warps, no SM given a second
+// block): the first, middle and last such variant of the chosen schedule,
+// plain attention and QK-norm, at odd shapes, f16 and bf16.
+TEST(GpuAttention, GroupsOfWarpsSharingTheKeysMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  const std::vector<std::array<int64_t, 4>> shapes = {{2, 17, 64, 4097}, {5, 127, 32, 513}, {2, 256, 64, 1000}};
+  int grouped = 0;
+  for (const auto& [b, q, d, keys] : shapes) {
+    for (DType dtype : {DType::kF16, DType::kBF16}) {
+      for (const bool qknorm : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys << " " << DTypeName(dtype)
+                                          << (qknorm ? " qk-norm" : ""));
+        const FusedCase c =
+            qknorm ? QkNormAttentionCase(b, q, d, keys, dtype) : AttentionCase(b, q, d, keys, dtype);
+        SearchOptions options;
+        options.budget_seconds = 8;
+        SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+        ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+        std::vector<std::pair<Schedule, ugraph::KernelGraph>> found;
+        for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
+          Candidate candidate = *r.candidate;
+          candidate.schedule = s;
+          absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
+          if (!graph.ok() || !ugraph::Validate(*graph).ok()) continue;
+          absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
+          if (source.ok() && source->flash_groups > 1) found.emplace_back(s, *std::move(graph));
+        }
+        if (found.empty()) continue;
+        for (const size_t i : std::set<size_t>{0, found.size() / 2, found.size() - 1}) {
+          ++grouped;
+          EXPECT_EQ(RunAgainstReference(*executor, c, found[i].second, dtype == DType::kBF16 ? 2e-2 : 1e-2), 0)
+              << found[i].first.ToString(c.region) << "\n" << ugraph::ToText(found[i].second);
+        }
+      }
+    }
+  }
+  EXPECT_GE(grouped, 24);
 }
 
 // K stored by rows (K^T a transposed view): its tiles load as vectors along
