@@ -34,6 +34,30 @@ SearchResult Search(const Region& region) {
   return ValueOrFail(Superoptimize(region, options));
 }
 
+struct VariantKernel {
+  Schedule schedule;
+  ugraph::KernelGraph graph;
+  codegen::KernelSource source;
+};
+
+// The kernel of each variant of the search's schedule for the case that
+// the code generator emits (not those past shared memory); none, with a
+// failure, if the search found nothing.
+std::vector<VariantKernel> VariantKernels(const FusedCase& c) {
+  std::vector<VariantKernel> out;
+  SearchResult r = Search(c.region);
+  EXPECT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  if (!r.candidate) return out;
+  for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
+    Candidate candidate = *r.candidate;
+    candidate.schedule = s;
+    ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
+    if (source.ok()) out.push_back({s, std::move(graph), *std::move(source)});
+  }
+  return out;
+}
+
 // The search's candidate for the case, which passes the field tests (seed
 // `seed`); an empty one, with a failure, if none was found.
 Candidate FoundAndVerified(const FusedCase& c, uint64_t seed) {
@@ -215,16 +239,9 @@ TEST(AttentionSearch, TheFlashStepReadsBAtOffsetsWorkedOutBeforeItsProducts) {
 TEST(AttentionSearch, LongFlashLoopsRunTheirWholeStepsInALoopOfTheirOwn) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   const FusedCase c = AttentionCase(16, 256, 64, 4096);
-  SearchResult r = Search(c.region);
-  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
   int lean = 0, single = 0;
-  for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
-    Candidate candidate = *r.candidate;
-    candidate.schedule = s;
-    const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
-    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
-    if (!source.ok()) continue;
-    const std::string& code = source->source;
+  for (const auto& [s, graph, source] : VariantKernels(c)) {
+    const std::string& code = source.source;
     const size_t whole = code.find("for (; step < lean_end; ++step) {");
     const size_t rest = code.find("for (; step < step_end; ++step) {");
     ASSERT_NE(rest, std::string::npos) << code;
@@ -246,7 +263,7 @@ TEST(AttentionSearch, LongFlashLoopsRunTheirWholeStepsInALoopOfTheirOwn) {
     EXPECT_EQ(fast.find("aligned16"), std::string::npos) << fast;
     EXPECT_THAT(fast, ::testing::HasSubstr("copy_async16("));
     EXPECT_THAT(code.substr(rest), ::testing::HasSubstr("else if (knr > 0) {"));
-    if (nvrtc.ok() && lean <= 2) ExpectCompilesForHopper(**nvrtc, *source);
+    if (nvrtc.ok() && lean <= 2) ExpectCompilesForHopper(**nvrtc, source);
   }
   EXPECT_GE(lean, 1);
   EXPECT_GE(single, 1);
@@ -646,16 +663,10 @@ TEST(AttentionSearch, DecodeStepsShareTheirKeysAmongWarps) {
 TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   const FusedCase c = AttentionCase(2, 256, 64, 4096);
-  SearchResult r = Search(c.region);
-  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
   int grouped = 0, owned = 0;
-  for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
-    Candidate candidate = *r.candidate;
-    candidate.schedule = s;
-    const ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
-    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
-    if (!source.ok() || source->source.find("in registers (no barrier)") == std::string::npos) continue;
-    const std::string& code = source->source;
+  for (const auto& [s, graph, source] : VariantKernels(c)) {
+    const std::string& code = source.source;
+    if (code.find("in registers (no barrier)") == std::string::npos) continue;
     if (code.find("its group's") == std::string::npos) {
       ++owned;
       EXPECT_EQ(code.find("kg = warp / "), std::string::npos) << s.ToString(c.region);
@@ -663,16 +674,17 @@ TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
     }
     ++grouped;
     EXPECT_EQ(s.threads, 256) << s.ToString(c.region);
+    EXPECT_EQ(source.flash_groups, 2) << s.ToString(c.region);
     EXPECT_LE(ugraph::LaunchedBlocks(graph.kernels[0].block), ugraph::kPlannedSms) << s.ToString(c.region);
-    EXPECT_EQ(source->mma_warps, 8) << s.ToString(c.region);
-    EXPECT_EQ(source->step_threads, 256) << s.ToString(c.region);
-    EXPECT_EQ(source->step_barriers, 1) << s.ToString(c.region);
+    EXPECT_EQ(source.mma_warps, 8) << s.ToString(c.region);
+    EXPECT_EQ(source.step_threads, 256) << s.ToString(c.region);
+    EXPECT_EQ(source.step_barriers, 1) << s.ToString(c.region);
     EXPECT_THAT(code, ::testing::HasSubstr("const int m0 = warp % 4 * 16, kg = warp / 4;"));
     EXPECT_THAT(code, ::testing::ContainsRegex("each warp 16 rows and its group's ([0-9]+) keys of "));
     EXPECT_THAT(code, ::testing::HasSubstr("brought to group 0's warp of the same slab and lane"));
     EXPECT_THAT(code, ::testing::HasSubstr("theirs[h] = split_factor(other, top);"));
     EXPECT_EQ(code.find("if (warp < 4)"), std::string::npos) << "no warp idles";
-    if (nvrtc.ok() && grouped <= 2) ExpectCompilesForHopper(**nvrtc, *source);
+    if (nvrtc.ok() && grouped <= 2) ExpectCompilesForHopper(**nvrtc, source);
   }
   EXPECT_GE(grouped, 1);
   EXPECT_GE(owned, 1);
