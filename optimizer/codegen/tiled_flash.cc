@@ -64,7 +64,7 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     // blocks of 4 warps took 31.)
     int64_t groups = 1;
     const bool sm_to_itself = ugraph::LaunchedBlocks(b_) <= ugraph::kPlannedSms;
-    if (!keys_split && sm_to_itself && warps > s_plan.m16s && warps % s_plan.m16s == 0) {
+    if (!keys_split && sm_to_itself && flash_groups_allowed_ && warps > s_plan.m16s && warps % s_plan.m16s == 0) {
       const int64_t g = warps / s_plan.m16s;
       if (s_plan.n8s % (2 * g) == 0) groups = g;
     }

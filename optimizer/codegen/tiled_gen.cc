@@ -52,10 +52,13 @@ absl::Status TiledGenerator::Plan() {
   // single query's K and V tiles, 48 KiB a step, got only 2 stages there:
   // one step in flight, no more than prefetching through registers).
   int64_t best = 0, best_bytes = 0, best_score = 0;
+  bool grouped = false;  // a layout tried had groups of flash warps
   const int64_t grid_per_sm = (ugraph::LaunchedBlocks(b_) + ugraph::kPlannedSms - 1) / ugraph::kPlannedSms;
   for (const int64_t ring_bytes : {kLargeRingBytes, kRingBytes}) {
     for (int64_t max_stages = 4; max_stages >= (ring_bytes == kRingBytes ? 2 : 3); --max_stages) {
-      if (!PlanLayout(max_stages, ring_bytes).ok() || stages_ < max_stages) continue;
+      const absl::Status layout = PlanLayout(max_stages, ring_bytes);
+      grouped |= flash_.groups > 1;
+      if (!layout.ok() || stages_ < max_stages) continue;
       const int64_t score = (stages_ - 1) * std::min(grid_per_sm, BlocksPerSm(b_.threads, shared_bytes(), registers_));
       if (score >= best_score) {
         best = max_stages;
@@ -63,6 +66,12 @@ absl::Status TiledGenerator::Plan() {
         best_score = score;
       }
     }
+  }
+  // Groups of flash warps whose merge scratch left no ring that fits: the
+  // warps past the slabs idle instead.
+  if (best == 0 && grouped && flash_groups_allowed_) {
+    flash_groups_allowed_ = false;
+    return Plan();
   }
   if (absl::Status s = PlanLayout(best, best_bytes); !s.ok()) return s;
   PlanSplitShare();

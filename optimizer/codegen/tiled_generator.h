@@ -552,6 +552,9 @@ class TiledGenerator {
   void OpenFlashWarps();
   void CloseFlashWarps();
   FlashPlan flash_;
+  // Whether PlanFlash may form groups (Plan clears it where their scratch
+  // leaves no layout that fits).
+  bool flash_groups_allowed_ = true;
   void PlanFlash(const std::vector<int>& uses);
   // After PlanNeeded: the scores and exponentials need no tiles.
   void DropFlashTiles();

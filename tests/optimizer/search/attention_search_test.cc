@@ -4,7 +4,6 @@
 // stabilizing max as an arbitrary shift (algebra.h): it accepts that kernel
 // and rejects one that drops the rescale. All on the CPU.
 #include <functional>
-#include <set>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -659,7 +658,8 @@ TEST(AttentionSearch, DecodeStepsShareTheirKeysAmongWarps) {
 // to idle; after the loop the groups are brought to group 0's max through
 // the scratch. Every warp is on the step's products, which take only the
 // ring's barrier. With as many warps as slabs (4 warps), or more blocks
-// than SMs, no groups.
+// than SMs, or where the merge's scratch leaves no ring that fits, no
+// groups.
 TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   const FusedCase c = AttentionCase(2, 256, 64, 4096);
@@ -688,6 +688,31 @@ TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
   }
   EXPECT_GE(grouped, 1);
   EXPECT_GE(owned, 1);
+  // Head dim 128, 64 query rows, 128 keys a step, 8 warps, no split: the
+  // merge's scratch would leave no ring that fits in shared memory, so the
+  // warps past the slabs idle instead of the schedule failing.
+  const FusedCase wide = AttentionCase(2, 256, 128, 4096);
+  SearchResult found = Search(wide.region);
+  ASSERT_TRUE(found.candidate.has_value()) << found.report.ToString();
+  int idle = 0;
+  for (const Schedule& s : ScheduleVariants(wide.region, found.candidate->schedule)) {
+    bool shape = s.threads == 256 && s.loop_split == 1;
+    for (size_t k = 0; k < s.map.size(); ++k) {
+      if (s.map[k] == Schedule::Map::kLoop) shape = shape && s.tile[k] == 128;
+      if (s.map[k] == Schedule::Map::kGrid && s.grid_axis[k] == 1) shape = shape && s.tile[k] == 64;
+      if (s.map[k] == Schedule::Map::kGrid && s.grid_axis[k] == 0) shape = false;  // the head dim read whole
+      if (s.map[k] == Schedule::Map::kGrid && s.grid_axis[k] == 2) shape = shape && s.tile[k] == 1;
+    }
+    if (!shape) continue;
+    Candidate candidate = *found.candidate;
+    candidate.schedule = s;
+    const ugraph::KernelGraph graph = ValueOrFail(Instantiate(wide.region, candidate, wide.region.class_size));
+    const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(graph, 0));
+    EXPECT_EQ(source.flash_groups, 1) << s.ToString(wide.region);
+    EXPECT_THAT(source.source, ::testing::HasSubstr("if (warp < 4)"));
+    ++idle;
+  }
+  EXPECT_EQ(idle, 1);
 }
 
 }  // namespace
