@@ -91,9 +91,8 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.sum = sum;
     flash_.keys_split = keys_split;
     flash_.groups = groups;
-    const int64_t sn = keys_split ? 2 : s_plan.n8s / groups;  // a warp's columns of S
-    registers_ += 4 * (sn + pv_plan.n8s) + 8;
-    registers_ += (sn + pv_plan.n8s) / 2;  // DeclareFlashOffsets
+    registers_ += 4 * (FlashColumns() + pv_plan.n8s) + 8;
+    registers_ += (FlashColumns() + pv_plan.n8s) / 2;  // DeclareFlashOffsets
     const int a = b_.tile_ops[s].args[0], b1 = b_.tile_ops[s].args[1];
     flash_.a_registers =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
@@ -141,9 +140,7 @@ void TiledGenerator::EmitFlashStep() {
   const int k_tile = s_op.args[1];
   const std::string keys = Length(ColAxis(flash_.exp));
   const bool split = flash_.keys_split;
-  // The warp's columns of S (n8 tiles): all, its own 16 keys, or its
-  // group's share.
-  const int64_t groups = flash_.groups, sn = split ? 2 : s.n8s / groups;
+  const int64_t groups = flash_.groups, sn = FlashColumns();
   if (!s.a_ring) Read(s_op.args[0], false);
   if (s.b_tile) Read(k_tile, false);
   if (s.b_scale >= 0) Read(s.b_scale, false);
@@ -242,6 +239,10 @@ void TiledGenerator::EmitFlashStep() {
   e_.Close();
   CloseFlashWarps();
   e_.Close();
+}
+
+int64_t TiledGenerator::FlashColumns() const {
+  return flash_.keys_split ? 2 : matmuls_[flash_.scores].n8s / flash_.groups;
 }
 
 bool TiledGenerator::FlashWarpsIdle() const {

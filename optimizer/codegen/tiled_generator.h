@@ -104,7 +104,7 @@ class TiledGenerator {
     return std::min<int64_t>(b_.threads / 32, matmuls_[flash_.scores].m16s) * 32;
   }
   // The flash path's groups of warps (FlashPlan::groups; 1 without it).
-  int64_t flash_groups() const { return flash_.pv < 0 ? 1 : flash_.groups; }
+  int64_t flash_groups() const { return flash_.groups; }
   // Whether a split loop's blocks can share out its combine when they are
   // all resident (p.together, a cooperative launch): see SplitShare.
   bool split_together() const { return share_.axis >= 0; }
@@ -537,6 +537,9 @@ class TiledGenerator {
   // the swizzle took two instructions an ldmatrix: 0.9 us of gqa_bs8's
   // 34 on an H100).
   void DeclareFlashOffsets(int mm, int64_t count, const std::string& first);
+  // A warp's columns of S (n8 tiles) in a step: its own 16 keys (keys
+  // split), its group's share, or all of them.
+  int64_t FlashColumns() const;
   void EmitKeysSplitFlush();
   // Groups > 1: the other groups' running maxes, row sums and P@V
   // fragments added into group 0's registers, each brought to the larger

@@ -692,10 +692,8 @@ TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
   // merge's scratch would leave no ring that fits in shared memory, so the
   // warps past the slabs idle instead of the schedule failing.
   const FusedCase wide = AttentionCase(2, 256, 128, 4096);
-  SearchResult found = Search(wide.region);
-  ASSERT_TRUE(found.candidate.has_value()) << found.report.ToString();
   int idle = 0;
-  for (const Schedule& s : ScheduleVariants(wide.region, found.candidate->schedule)) {
+  for (const auto& [s, graph, source] : VariantKernels(wide)) {
     bool shape = s.threads == 256 && s.loop_split == 1;
     for (size_t k = 0; k < s.map.size(); ++k) {
       if (s.map[k] == Schedule::Map::kLoop) shape = shape && s.tile[k] == 128;
@@ -704,10 +702,6 @@ TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
       if (s.map[k] == Schedule::Map::kGrid && s.grid_axis[k] == 2) shape = shape && s.tile[k] == 1;
     }
     if (!shape) continue;
-    Candidate candidate = *found.candidate;
-    candidate.schedule = s;
-    const ugraph::KernelGraph graph = ValueOrFail(Instantiate(wide.region, candidate, wide.region.class_size));
-    const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(graph, 0));
     EXPECT_EQ(source.flash_groups, 1) << s.ToString(wide.region);
     EXPECT_THAT(source.source, ::testing::HasSubstr("if (warp < 4)"));
     ++idle;
