@@ -1,0 +1,235 @@
+// Planning of graph-defined blocks (BlockKind::kTiled): the ring's stages
+// and the shared-memory layout of the tiles, scratch and ring (the code
+// itself is emitted in tiled_gen.cc).
+#include <algorithm>
+
+#include "optimizer/codegen/tiled_generator.h"
+#include "optimizer/ugraph_validate.h"
+
+namespace kiln::codegen::tiled_internal {
+
+absl::Status TiledGenerator::Plan() {
+  // The ring's stages: the most loop steps in flight per SM (stages - 1
+  // per block, times the blocks an SM holds: no more than the grid gives
+  // each SM), fewer stages on a tie (more blocks hide each other's
+  // barriers). (gated_mlp_bs8's 64 blocks took 3 stages so that 2 blocks
+  // could share an SM, which none did: 28.3 us on an H100, 26.8 with 4.)
+  // A ring that leaves the tiles too
+  // little shared memory is dropped. The ring may take more than its usual
+  // 96 KiB where a step's tiles are large, for 2 or 3 steps in flight (a
+  // single query's K and V tiles, 48 KiB a step, got only 2 stages there:
+  // one step in flight, no more than prefetching through registers).
+  int64_t best = 0, best_bytes = 0, best_score = 0;
+  bool grouped = false;  // a layout tried had groups of flash warps
+  const int64_t grid_per_sm = (ugraph::LaunchedBlocks(b_) + ugraph::kPlannedSms - 1) / ugraph::kPlannedSms;
+  for (const int64_t ring_bytes : {kLargeRingBytes, kRingBytes}) {
+    for (int64_t max_stages = 4; max_stages >= (ring_bytes == kRingBytes ? 2 : 3); --max_stages) {
+      const absl::Status layout = PlanLayout(max_stages, ring_bytes);
+      grouped |= flash_.groups > 1;
+      if (!layout.ok() || stages_ < max_stages) continue;
+      const int64_t score = (stages_ - 1) * std::min(grid_per_sm, BlocksPerSm(b_.threads, shared_bytes(), registers_));
+      if (score >= best_score) {
+        best = max_stages;
+        best_bytes = ring_bytes;
+        best_score = score;
+      }
+    }
+  }
+  // Groups of flash warps whose merge scratch left no ring that fits: the
+  // warps past the slabs idle instead.
+  if (best == 0 && grouped && flash_groups_allowed_) {
+    flash_groups_allowed_ = false;
+    return Plan();
+  }
+  if (absl::Status s = PlanLayout(best, best_bytes); !s.ok()) return s;
+  PlanSplitShare();
+  return absl::OkStatus();
+}
+
+std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
+  const size_t n = b_.tile_ops.size();
+  std::vector<bool> only(n, false);
+  for (size_t i = 0; i < n; ++i) only[i] = phase_[i] == Phase::kBefore;
+  for (size_t i = 0; i < n; ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    for (size_t k = 0; k < op.args.size(); ++k) {
+      // The flash scores' A taken into registers before the loop (DeclareFlash).
+      const bool in_registers = static_cast<int>(i) == flash_.scores && k == 0 && flash_.a_registers;
+      only[op.args[k]] = only[op.args[k]] && (phase_[i] == Phase::kBefore || in_registers);
+    }
+    if (op.rescale >= 0) only[op.rescale] = false;
+  }
+  for (const ugraph::OutputSaver& o : b_.outputs) only[o.value] = false;
+  return only;
+}
+
+absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) {
+  const size_t n = b_.tile_ops.size();
+  buffers_ = scratch_ = stages_ = ring_floats_ = 0;
+  ring_space_shared_ = after_in_ring_space_ = false;
+  direct_scratch_ = -1;
+  for (size_t i = 0; i < b_.inputs.size(); ++i) {
+    if (b_.inputs[i].view.tensor < 0) {
+      return absl::UnimplementedError(absl::StrCat("codegen: tiled input #", i, " is a virtual source"));
+    }
+  }
+  std::vector<int> tensors;
+  for (const ugraph::InputIterator& it : b_.inputs) tensors.push_back(it.view.tensor);
+  for (const ugraph::OutputSaver& o : b_.outputs) tensors.push_back(o.tensor);
+  for (int t : tensors) {
+    const DType dtype = e_.graph().tensors[t].dtype;
+    if (!IsFloatStorage(dtype)) {
+      return absl::UnimplementedError(
+          absl::StrCat("codegen: tiled kernels read and write f32, f16 or bf16; t", t, " is ", DTypeName(dtype)));
+    }
+  }
+  std::vector<int> uses(n, 0);
+  phase_.assign(n, Phase::kBefore);
+  for (size_t i = 0; i < n; ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    for (int a : op.args) ++uses[a];
+    // An accumulator is zeroed before the loop and updated at each step.
+    const bool accumulates = op.kind == TileOp::Kind::kAccumulate;
+    phase_[i] = tiles_[i].in_loop || accumulates ? Phase::kLoop
+                : tiles_[i].after_loop           ? Phase::kAfter
+                                                 : Phase::kBefore;
+  }
+  for (const ugraph::OutputSaver& o : b_.outputs) ++uses[o.value];
+  // An input that only ops after the loop read (MLA's W_uv, for the
+  // product with the attention's output) is loaded after it: its tile
+  // then lies in the ring's space, and in a split loop only the last block
+  // loads it. Loaded before the loop, its element-by-element loads held up
+  // every block's start (MLA: 2.1 us of 34 on an H100).
+  std::vector<bool> read_after(n, false), read_elsewhere(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    for (int a : b_.tile_ops[i].args) (phase_[i] == Phase::kAfter ? read_after : read_elsewhere)[a] = true;
+    if (b_.tile_ops[i].rescale >= 0) read_elsewhere[b_.tile_ops[i].rescale] = true;
+  }
+  for (const ugraph::OutputSaver& o : b_.outputs) read_elsewhere[o.value] = true;
+  const bool loop = b_.forloop.extent.rank() > 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (loop && b_.tile_ops[i].kind == TileOp::Kind::kInput && phase_[i] == Phase::kBefore && read_after[i] &&
+        !read_elsewhere[i]) {
+      phase_[i] = Phase::kAfter;
+    }
+  }
+  // Registers for staged loads: the loop's stay live across a step's work;
+  // the ones before and after it are free again once their tiles are in.
+  int64_t loop_registers = 48, before_registers = 64, after_registers = 64;
+  inputs_.assign(n, InputPlan{});
+  for (size_t i = 0; i < n; ++i) {
+    if (b_.tile_ops[i].kind != TileOp::Kind::kInput) continue;
+    PlanInput(static_cast<int>(i), tiles_[i].in_loop           ? &loop_registers
+                                   : phase_[i] == Phase::kAfter ? &after_registers
+                                                                : &before_registers);
+  }
+  if (max_stages >= 2) PlanRing(max_stages, ring_bytes, &loop_registers);
+  registers_ = 40 + (48 - loop_registers);
+  // A matmul or sum whose only use is an accumulator adds its result to
+  // the accumulator directly: no tile of its own, no extra pass (and for a
+  // sum, no barrier between it and the accumulator). So does a sum scaled
+  // by a constant on its way there (c * sum, as the search writes a mean):
+  // the scale is applied where the sum is added.
+  fused_into_.assign(n, -1);
+  fused_from_.assign(n, -1);
+  fused_scale_.assign(n, 1.0);
+  for (size_t i = 0; i < n; ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    if (op.kind != TileOp::Kind::kAccumulate) continue;
+    int a = op.args[0];
+    double scale = 1.0;
+    if (const std::optional<std::pair<int, double>> scaled = ScaledSum(a); scaled && uses[a] == 1) {
+      a = scaled->first;
+      scale = scaled->second;
+    }
+    const TileOp::Kind kind = b_.tile_ops[a].kind;
+    if ((kind == TileOp::Kind::kMatmul || kind == TileOp::Kind::kReduceSum) && uses[a] == 1 &&
+        SameShape(a, static_cast<int>(i))) {
+      fused_into_[a] = static_cast<int>(i);
+      fused_from_[i] = a;
+      fused_scale_[a] = scale;
+    }
+  }
+  PlanRegisterSums();
+  PlanRingFolds(uses);
+  matmuls_.assign(n, MatmulPlan{});
+  PlanDirect(uses);
+  PlanStepMma(uses);
+  PlanFlash(uses);
+  ShareRings();
+  PlanFlushScratch();
+  PlanNeeded();
+  DropFlashTiles();
+  PlanStoredOps(uses);
+  PlanFragmentEpilogue(uses);
+  // A buffer per tile but constants (literals), products and sums added
+  // straight into their accumulator, tiles read only from registers or the
+  // ring, and ops nothing needs; each 16-byte aligned for vector reads.
+  offsets_.assign(n, -1);
+  // Tiles that only ops before the loop read (MLA's W_uk^T, once its
+  // product with q is taken) lie in the ring's space: the ring fills after
+  // them (EmitBlockBody's barrier before its prologue).
+  // So do tiles computed after the loop (attention's output, O / l): the
+  // ring is done with then (EmitBlockBody's barrier after the loop).
+  const std::vector<bool> before_only = BeforeLoopOnly();
+  std::vector<int> in_ring_space, after_in_ring_space;
+  for (size_t i = 0; i < n; ++i) {
+    const bool input = b_.tile_ops[i].kind == TileOp::Kind::kInput;
+    const bool untiled = input ? inputs_[i].direct || !inputs_[i].tile : !needed_[i] || computed_by_store_[i];
+    if (b_.tile_ops[i].kind == TileOp::Kind::kConstant || fused_into_[i] >= 0 || untiled) continue;
+    if (stages_ > 0 && before_only[i]) {
+      in_ring_space.push_back(static_cast<int>(i));
+      continue;
+    }
+    if (stages_ > 0 && phase_[i] == Phase::kAfter) {
+      after_in_ring_space.push_back(static_cast<int>(i));
+      continue;
+    }
+    offsets_[i] = buffers_;
+    buffers_ += tiles_[i].padded_floats();
+  }
+  PlanShifts();
+  const int64_t limit = ugraph::DeviceLimits().max_shared_memory_per_block;
+  if (4 * buffers_ > limit) {
+    return absl::UnimplementedError(absl::StrCat("codegen: the tiles need ", 4 * buffers_,
+                                                 " bytes of shared memory; a block has ", limit));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul && !matmuls_[i].mma && !matmuls_[i].direct) {
+      PlanMatmul(static_cast<int>(i));
+    }
+  }
+  // The ring's stages after the scratch, each input's 128-byte aligned:
+  // a ring 16 bytes off that cost rmsnorm_linear_bs1 5 us on an H100
+  // (27.7 vs 22.3 us, the kernels otherwise the same).
+  if (stages_ > 0) {
+    constexpr int64_t kLine = 32;  // floats
+    auto aligned = [](int64_t floats) { return (floats + kLine - 1) / kLine * kLine; };
+    const int64_t start = aligned(buffers_ + scratch_);
+    int64_t at = start;
+    for (size_t i = 0; i < n; ++i) {
+      if (!inputs_[i].ring || inputs_[i].ring_of >= 0) continue;
+      inputs_[i].ring_offset = at;
+      at = aligned(at + stages_ * inputs_[i].tasks * 4);
+    }
+    int64_t before = start, after = start;
+    for (int i : in_ring_space) {
+      offsets_[i] = before;
+      before += tiles_[i].padded_floats();
+    }
+    for (int i : after_in_ring_space) {
+      offsets_[i] = after;
+      after += tiles_[i].padded_floats();
+    }
+    ring_floats_ = std::max({at, before, after}) - (buffers_ + scratch_);
+    ring_space_shared_ = !in_ring_space.empty() || !after_in_ring_space.empty();
+    after_in_ring_space_ = !after_in_ring_space.empty();
+  }
+  if (shared_bytes() > limit) {
+    return absl::UnimplementedError(absl::StrCat("codegen: the tiles, scratch and loads in flight need ",
+                                                 shared_bytes(), " bytes of shared memory; a block has ", limit));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::codegen::tiled_internal
