@@ -46,7 +46,7 @@ void AddGraph(SymbolTable& table, const ugraph::ThreadGraph& g) {
 
 }  // namespace
 
-Emitter::Emitter(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel) : graph_(graph) {
+Emitter::Emitter(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel) : graph_(graph), kernel_(kernel) {
   for (int t : kernel.inputs) slots_.push_back(t);
   for (int t : kernel.outputs) {
     if (std::find(slots_.begin(), slots_.end(), t) == slots_.end()) slots_.push_back(t);
@@ -60,6 +60,57 @@ Emitter::Emitter(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel)
   for (const auto& p : b.phases) AddGraph(symbols_, p.graph);
   AddGraph(symbols_, b.epilogue);
   for (const auto& o : b.outputs) symbols_.Add(o.shift);
+}
+
+void Emitter::UseIndex32(bool on) {
+  KILN_CHECK(code_.empty(), "the index type is chosen before any code is emitted");
+  index32_ = on;
+}
+
+namespace {
+
+// The largest offset over `shape` with `strides` (row-major where empty),
+// each coordinate up to `slack` past its dim's end; -1 for a symbolic size.
+int64_t SlackSpan(const Shape& shape, const std::vector<int64_t>& strides, int64_t slack) {
+  int64_t span = 0, running = 1;
+  for (int k = shape.rank() - 1; k >= 0; --k) {
+    if (!shape[k].is_concrete()) return -1;
+    const int64_t stride = strides.empty() ? running : (strides[k] < 0 ? -strides[k] : strides[k]);
+    span += (shape[k].value() + slack) * stride;
+    running *= shape[k].value();
+    if (span >= (int64_t{1} << 31) || running >= (int64_t{1} << 31)) return -1;
+  }
+  return span;
+}
+
+}  // namespace
+
+bool FitsIndex32(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel) {
+  const ugraph::BlockGraph& b = kernel.block;
+  if (!Emitter(graph, kernel).symbols().symbols().empty()) return false;
+  int64_t tile = std::max<int64_t>(16, b.forloop.tile);
+  for (const auto& g : b.grid) tile = std::max(tile, g.tile);
+  const int64_t slack = kIndexSlackTiles * tile;
+  const auto fits = [&](const Shape& shape, const std::vector<int64_t>& strides = {}) {
+    const int64_t span = SlackSpan(shape, strides, slack);
+    return span >= 0 && span < (int64_t{1} << 31);
+  };
+  for (const std::vector<int>* ids : {&kernel.inputs, &kernel.outputs}) {
+    for (int t : *ids) {
+      if (!fits(graph.tensors[t].shape, graph.tensors[t].strides)) return false;
+    }
+  }
+  for (const auto& in : b.inputs) {
+    if (!fits(in.view.source_shape) || !fits(in.view.shape)) return false;
+    for (const ugraph::ViewStep& step : in.view.steps) {
+      if (!fits(step.shape)) return false;
+    }
+  }
+  if (!fits(b.iteration_shape) || !fits(b.forloop.extent)) return false;
+  for (const auto& g : b.grid) {
+    if (!fits(g.extent)) return false;
+  }
+  return true;
 }
 
 void Emitter::Line(absl::string_view text) {
@@ -85,7 +136,7 @@ std::string Emitter::Fresh(absl::string_view prefix) {
 }
 
 std::string Emitter::DimExpr(const Dim& d) const {
-  if (d.is_concrete()) return absl::StrCat(d.value(), "LL");
+  if (d.is_concrete()) return IndexLiteral(d.value());
   std::string out = "(";
   bool first = true;
   for (const Dim::Term& t : d.terms()) {
@@ -93,18 +144,17 @@ std::string Emitter::DimExpr(const Dim& d) const {
     if (!first) absl::StrAppend(&out, t.coeff < 0 ? " - " : " + ");
     if (first && t.coeff < 0) absl::StrAppend(&out, "-");
     const int64_t magnitude = t.coeff < 0 ? -t.coeff : t.coeff;
-    absl::StrAppend(&out, magnitude == 1 ? sym : absl::StrCat(magnitude, "LL * ", sym));
+    absl::StrAppend(&out, magnitude == 1 ? sym : absl::StrCat(IndexLiteral(magnitude), " * ", sym));
     first = false;
   }
   if (d.offset() != 0) {
-    absl::StrAppend(&out, d.offset() < 0 ? " - " : " + ",
-                    d.offset() < 0 ? -d.offset() : d.offset(), "LL");
+    absl::StrAppend(&out, d.offset() < 0 ? " - " : " + ", IndexLiteral(d.offset() < 0 ? -d.offset() : d.offset()));
   }
   return out + ")";
 }
 
 std::string Emitter::NumelExpr(const Shape& s) const {
-  if (s.rank() == 0) return "1LL";
+  if (s.rank() == 0) return IndexLiteral(1);
   std::string out;
   int64_t constant = 1;
   for (const Dim& d : s) {
@@ -114,8 +164,8 @@ std::string Emitter::NumelExpr(const Shape& s) const {
       absl::StrAppend(&out, out.empty() ? "" : " * ", DimExpr(d));
     }
   }
-  if (out.empty()) return absl::StrCat(constant, "LL");
-  return constant == 1 ? absl::StrCat("(", out, ")") : absl::StrCat("(", constant, "LL * ", out, ")");
+  if (out.empty()) return IndexLiteral(constant);
+  return constant == 1 ? absl::StrCat("(", out, ")") : absl::StrCat("(", IndexLiteral(constant), " * ", out, ")");
 }
 
 int Emitter::Slot(int tensor) const {
@@ -130,12 +180,12 @@ std::vector<std::string> Emitter::Strides(int tensor) {
   const ugraph::DTensor& t = graph_.tensors[tensor];
   std::vector<std::string> out(t.shape.rank());
   if (!t.strides.empty()) {
-    for (int k = 0; k < t.shape.rank(); ++k) out[k] = absl::StrCat(t.strides[k], "LL");
+    for (int k = 0; k < t.shape.rank(); ++k) out[k] = IndexLiteral(t.strides[k]);
   } else {
-    std::string running = "1LL";
+    std::string running = IndexLiteral(1);
     for (int k = t.shape.rank() - 1; k >= 0; --k) {
       const std::string name = absl::StrCat("st", tensor, "_", k);
-      Linef("const i64 ", name, " = ", running, ";");
+      Linef("const ", Index(), " ", name, " = ", running, ";");
       out[k] = name;
       running = absl::StrCat(name, " * ", DimExpr(t.shape[k]));
     }
@@ -148,24 +198,24 @@ std::vector<std::string> Emitter::Unravel(const std::string& linear, const Shape
   std::vector<std::string> coords(shape.rank());
   if (shape.rank() == 0) return coords;
   std::string rest = Fresh("r");
-  Linef("i64 ", rest, " = ", linear, ";");
+  Linef(Index(), " ", rest, " = ", linear, ";");
   for (int k = shape.rank() - 1; k > 0; --k) {
     coords[k] = Fresh("c");
     if (shape[k] == Dim(1)) {
-      Linef("const i64 ", coords[k], " = 0;");
+      Linef("const ", Index(), " ", coords[k], " = 0;");
       continue;
     }
     const std::string d = DimExpr(shape[k]);
-    Linef("const i64 ", coords[k], " = ", rest, " % ", d, ";");
+    Linef("const ", Index(), " ", coords[k], " = ", rest, " % ", d, ";");
     Linef(rest, " /= ", d, ";");
   }
   coords[0] = Fresh("c");
-  Linef("const i64 ", coords[0], " = ", rest, ";");
+  Linef("const ", Index(), " ", coords[0], " = ", rest, ";");
   return coords;
 }
 
 std::string Emitter::Linearize(const std::vector<std::string>& coords, const Shape& shape) {
-  if (coords.empty()) return "0LL";
+  if (coords.empty()) return IndexLiteral(0);
   std::string out = coords[0];
   for (int k = 1; k < shape.rank(); ++k) {
     out = absl::StrCat("(", out, ") * ", DimExpr(shape[k]), " + ", coords[k]);
@@ -227,7 +277,7 @@ std::vector<std::string> Emitter::InvertReshape(const Shape& in, const Shape& ou
     std::vector<std::string> split;
     if (group_in.rank() == 1) {
       split = {Fresh("c")};
-      Linef("const i64 ", split[0], " = ", linear, ";");
+      Linef("const ", Index(), " ", split[0], " = ", linear, ";");
     } else {
       split = Unravel(linear, group_in);
     }
@@ -255,14 +305,14 @@ std::vector<std::string> Emitter::Invert(const ugraph::View& view, std::vector<s
             continue;
           }
           next[i] = Fresh("c");
-          Linef("const i64 ", next[i], " = ", DimExpr(r.start), " + ", coords[i],
-                r.step == 1 ? "" : absl::StrCat(" * ", r.step, "LL"), ";");
+          Linef("const ", Index(), " ", next[i], " = ", DimExpr(r.start), " + ", coords[i],
+                r.step == 1 ? "" : absl::StrCat(" * ", IndexLiteral(r.step)), ";");
         }
         break;
       case ugraph::ViewStep::Kind::kExpand: {
         const int lead = step.shape.rank() - in.rank();
         for (int i = 0; i < in.rank(); ++i) {
-          next[i] = in[i] == Dim(1) ? "0LL" : coords[lead + i];
+          next[i] = in[i] == Dim(1) ? IndexLiteral(0) : coords[lead + i];
         }
         break;
       }
@@ -280,11 +330,11 @@ std::string Emitter::TensorOffset(int tensor, const std::vector<std::string>& co
   const ugraph::DTensor& t = graph_.tensors[tensor];
   std::string out;
   for (int k = 0; k < t.shape.rank(); ++k) {
-    if (t.shape[k] == Dim(1) || st[k] == "0LL" || coords[k] == "0LL") continue;
-    const std::string term = st[k] == "1LL" ? coords[k] : absl::StrCat(coords[k], " * ", st[k]);
+    if (t.shape[k] == Dim(1) || st[k] == IndexLiteral(0) || coords[k] == IndexLiteral(0)) continue;
+    const std::string term = st[k] == IndexLiteral(1) ? coords[k] : absl::StrCat(coords[k], " * ", st[k]);
     absl::StrAppend(&out, out.empty() ? "" : " + ", term);
   }
-  return out.empty() ? "0LL" : out;
+  return out.empty() ? IndexLiteral(0) : out;
 }
 
 std::string Emitter::Offset(const ugraph::View& view, const std::vector<std::string>& coords) {

@@ -43,7 +43,17 @@ class Emitter {
   std::string Fresh(absl::string_view prefix);  // a new variable name
   const std::string& code() const { return code_; }
 
-  // A C++ expression (type i64) for a size.
+  // Index arithmetic (sizes, strides, coordinates, element offsets): the
+  // type its variables are declared with and its literals. 64-bit unless
+  // UseIndex32 (where every offset fits, FitsIndex32), chosen before any
+  // code is emitted.
+  void UseIndex32(bool on);
+  const char* Index() const { return index32_ ? "int" : "i64"; }
+  std::string IndexLiteral(int64_t value) const {
+    return index32_ ? absl::StrCat(value) : absl::StrCat(value, "LL");
+  }
+
+  // A C++ expression (of the index type) for a size.
   std::string DimExpr(const Dim& d) const;
   // Product of dims, as an expression.
   std::string NumelExpr(const Shape& s) const;
@@ -67,19 +77,33 @@ class Emitter {
   std::string Linearize(const std::vector<std::string>& coords, const Shape& shape);
 
   const ugraph::KernelGraph& graph() const { return graph_; }
+  const ugraph::Kernel& kernel() const { return kernel_; }
 
  private:
   std::vector<std::string> InvertReshape(const Shape& in, const Shape& out,
                                          const std::vector<std::string>& coords);
 
   const ugraph::KernelGraph& graph_;
+  const ugraph::Kernel& kernel_;
   std::string code_;
   int indent_ = 1;
   int counter_ = 0;
   std::vector<int> slots_;  // DTensor ids by slot
   SymbolTable symbols_;
   std::map<int, std::vector<std::string>> strides_;
+  bool index32_ = false;
 };
+
+// Whether every index a tiled kernel forms fits a 32-bit int: all sizes
+// concrete, and for each tensor it reads or writes, each shape of the views
+// it reads through, its grid and its loop, the largest offset over
+// coordinates up to kIndexSlackTiles of its largest tile (at least 16) past
+// each dim's end below 2^31. Coordinates past the end are formed, never
+// read: the last block's tile runs past it by less than a tile, a padded
+// tile axis by less than 16, the ring's copies ahead of the loop by its
+// stages (at most 4, tiled_plan.cc) of loop tiles.
+bool FitsIndex32(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel);
+inline constexpr int64_t kIndexSlackTiles = 8;
 
 // Names used in generated code for a dtype: "f32", "f16", ...
 std::string DTypeSuffix(DType dtype);

@@ -149,7 +149,10 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   const ugraph::Kernel& kernel = graph.kernels[index];
   const BlockGraph& b = kernel.block;
   Emitter e(graph, kernel);
-  for (int t : e.slots()) e.Strides(t);
+  // A tiled kernel declares them itself, once it has chosen its index type.
+  if (b.kind != BlockKind::kTiled) {
+    for (int t : e.slots()) e.Strides(t);
+  }
   int64_t dynamic_shared_bytes = 0, workspace_bytes_per_point = 0;
   int64_t min_blocks = 1;  // resident blocks per SM the registers must allow
   int64_t inflight_bytes = 0;

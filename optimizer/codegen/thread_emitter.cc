@@ -143,7 +143,7 @@ std::string ThreadEmitter::EmitSelect(const ScalarOp& op) {
                          " < ", hi, ")"));
     std::vector<std::string> shifted = c;
     shifted[op.axis] = e_.Fresh("c");
-    e_.Linef("const i64 ", shifted[op.axis], " = ", c[op.axis], " - ", lo, ";");
+    e_.Linef("const ", e_.Index(), " ", shifted[op.axis], " = ", c[op.axis], " - ", lo, ";");
     e_.Linef(v, " = load_", StorageSuffix(view.tensor), "(p.t[", e_.Slot(view.tensor), "], ",
              e_.Offset(view, shifted), ");");
     e_.Close();

@@ -85,7 +85,7 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
   const size_t bytes = DTypeSize(plan.dtype);
   const std::vector<std::string> coords = TaskCoords(i, task);
   const std::string off = e_.Fresh("off");
-  e_.Linef("const i64 ", off, " = ", InputOffset(i, coords), ";");
+  e_.Linef("const ", e_.Index(), " ", off, " = ", InputOffset(i, coords), ";");
   if (plan.width == 1) {
     const std::string in_range = InRange(t, coords);
     e_.Linef(raw, " = ", in_range.empty() ? "" : absl::StrCat(in_range, " ? "), load, "(", ptr, ", ", off,
@@ -113,7 +113,7 @@ void TiledGenerator::EmitIssue(int i, const std::string& task, const std::string
   std::vector<std::string> element = coords;
   element[va] = absl::StrCat("(", coords[va], " + j)");
   const std::string element_off = e_.Fresh("off");
-  e_.Linef("const i64 ", element_off, " = ", InputOffset(i, element), ";");
+  e_.Linef("const ", e_.Index(), " ", element_off, " = ", InputOffset(i, element), ";");
   const std::string in_range = InRange(t, element);
   e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "set_vector_bits(", raw, ", j, ", load,
            "(", ptr, ", ", element_off, "), ", bytes, ");");
@@ -317,17 +317,17 @@ void TiledGenerator::PlanRing(int64_t max_stages, int64_t ring_bytes, int64_t* l
 void TiledGenerator::EmitStepRange(const std::string& start, const std::string& length, const std::string& step,
                                    bool guarded) {
   const int64_t tile = b_.forloop.tile;
-  const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : "0LL";
+  const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : e_.IndexLiteral(0);
   const bool compound = step.find(' ') != std::string::npos;
-  e_.Linef("const i64 ", start, " = ", compound ? absl::StrCat("(", step, ")") : step, " * ", tile, ";");
-  e_.Linef("const int ", length, " = static_cast<int>(", guarded ? absl::StrCat(step, " >= step_end ? 0LL : ") : "",
+  e_.Linef("const ", e_.Index(), " ", start, " = ", compound ? absl::StrCat("(", step, ")") : step, " * ", tile, ";");
+  e_.Linef("const int ", length, " = static_cast<int>(", guarded ? absl::StrCat(step, " >= step_end ? ", e_.IndexLiteral(0), " : ") : "",
            extent, " - ", start, " < ", tile, " ? ", extent, " - ", start, " : ", tile, ");");
 }
 
 void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {
   if (lean_step_) {
     // A whole step copying a whole one: the whole copies alone.
-    e_.Linef("const i64 kr = (", step, ") * ", b_.forloop.tile, ";");
+    e_.Linef("const ", e_.Index(), " kr = (", step, ") * ", b_.forloop.tile, ";");
     e_.Linef("const int issue_stage = ", stage, ";");
     loop_start_ = "kr";
     for (const int i : RingOwners()) EmitWholeCopies(i);
@@ -378,7 +378,7 @@ void TiledGenerator::EmitRingWhole() {
   // the thread's other coordinates and the alignment, the same at every
   // step where it holds at the first two (the offsets are linear in the
   // loop coordinate).
-  const std::string tile = absl::StrCat(b_.forloop.tile, "LL");
+  const std::string tile = e_.IndexLiteral(b_.forloop.tile);
   e_.Line("// whether each of this thread's ring copies is a whole aligned vector in range at every whole step");
   e_.Line("bool ring_whole = true;");
   loop_length_ = tile;
@@ -387,7 +387,7 @@ void TiledGenerator::EmitRingWhole() {
     const std::vector<std::string> coords = TaskCoords(i, "l");
     const std::string whole = WholeVector(i, coords);
     const std::string bytes = absl::StrCat(DTypeSize(inputs_[i].dtype));
-    loop_start_ = "0LL";
+    loop_start_ = e_.IndexLiteral(0);
     const std::string first = InputOffset(i, coords);
     loop_start_ = tile;
     const std::string second = InputOffset(i, coords);

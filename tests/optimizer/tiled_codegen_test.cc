@@ -24,6 +24,7 @@ using testing::Mean;
 using testing::RmsNormLinear;
 using testing::SymbolicDimsRefused;
 using testing::TiledGraph;
+using testing::ValueOrFail;
 using testing::Tiles;
 
 void ExpectCompiles(const KernelGraph& graph) {
@@ -299,6 +300,37 @@ TEST(TiledCodegen, FreshNamesAreNeverTheTileLibrarysTypes) {
     EXPECT_NE(name, "i64");
     EXPECT_TRUE(names.insert(name).second) << name;
   }
+}
+
+TEST(TiledCodegen, IndexArithmeticIs32BitWhereEveryOffsetFits) {
+  // Offsets up to 8 of the largest tile (128 here) past each dim's end:
+  // the weight [k, 32768] spans (k + 1024) * 32768 + 32768 + 1024.
+  const Tiles tiles{.m = 2, .k = 128, .n = 64};
+  const KernelGraph fits = RmsNormLinear(DType::kF16, 2, 64510, 32768, tiles);
+  const KernelGraph over = RmsNormLinear(DType::kF16, 2, 64511, 32768, tiles);
+  EXPECT_TRUE(codegen::FitsIndex32(fits, fits.kernels[0]));
+  EXPECT_FALSE(codegen::FitsIndex32(over, over.kernels[0]));
+  const codegen::KernelSource narrow = ValueOrFail(Generate(fits));
+  EXPECT_THAT(narrow.source, ::testing::HasSubstr("const int st1_0 = st1_1 * 32768;"));
+  EXPECT_THAT(narrow.source, ::testing::HasSubstr("int step = step_begin;"));
+  EXPECT_THAT(narrow.source, ::testing::Not(::testing::ContainsRegex("i64|[0-9]LL")));
+  const codegen::KernelSource wide = ValueOrFail(Generate(over));
+  EXPECT_THAT(wide.source, ::testing::HasSubstr("const i64 st1_0 = st1_1 * 32768LL;"));
+  EXPECT_THAT(wide.source, ::testing::HasSubstr("i64 step = step_begin;"));
+  ExpectCompiles(fits);
+  ExpectCompiles(over);
+  // A split loop's partial sums stay 64-bit offsets into the workspace.
+  const codegen::KernelSource split =
+      ValueOrFail(Generate(RmsNormLinear(DType::kF16, 1, 4096, 4096, {.m = 2, .k = 64, .n = 64, .split = 4})));
+  EXPECT_THAT(split.source, ::testing::HasSubstr("int step = step_begin;"));
+  EXPECT_THAT(split.source, ::testing::HasSubstr("partials[(i64)"));
+  // A symbolic size may be anything at run time: 64-bit.
+  const KernelGraph symbolic = GatedMlp(DType::kF16, Symbol("tokens", 64), 256, 256);
+  EXPECT_FALSE(codegen::FitsIndex32(symbolic, symbolic.kernels[0]));
+  absl::StatusOr<codegen::KernelSource> source = Generate(symbolic);
+  if (SymbolicDimsRefused(source.status())) GTEST_SKIP() << source.status();
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::HasSubstr("i64 step = step_begin;"));
 }
 
 TEST(TiledCodegen, BadLoopSplitsAreInvalid) {

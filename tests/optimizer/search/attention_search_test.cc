@@ -255,6 +255,7 @@ TEST(AttentionSearch, LongFlashLoopsRunTheirWholeStepsInALoopOfTheirOwn) {
     const size_t agreed = code.find("ring_whole = __syncthreads_and(ring_whole);");
     ASSERT_NE(agreed, std::string::npos);
     EXPECT_LT(agreed, whole);
+    // (The flash path's index math is 64-bit: TiledGenerator::Generate.)
     EXPECT_THAT(code, ::testing::HasSubstr("const i64 lean_end = ring_whole ? max(step_begin, min(step_end, 4096LL / "));
     const std::string fast = code.substr(whole, rest - whole);
     EXPECT_THAT(fast, ::testing::ContainsRegex("const int kn = [0-9]+;"));

@@ -44,7 +44,8 @@ TEST(InputLayout, ATransposedWeightIsSearchedAsItLies) {
   // Read as it lies: 16-byte vectors along its stored rows (the tile's
   // second-to-last axis), not element by element.
   const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(*result.graph, 0));
-  EXPECT_NE(source.source.find("256LL"), std::string::npos) << source.source;
+  // Its offsets: the loop's coordinate contiguous, the column's 256 apart.
+  EXPECT_THAT(source.source, ::testing::ContainsRegex("\\(kr \\+ i[0-9]+\\) \\+ \\(s0 \\+ i[0-9]+\\) \\* 256"));
 }
 
 }  // namespace
