@@ -28,7 +28,8 @@ DeviceMemoryBackend CudaMemoryBackend(std::shared_ptr<PrimaryContext> primary) {
 }
 
 std::string LaunchText(const CudaFunction& function, const LaunchConfig& c) {
-  return absl::StrCat(c.cooperative ? "cooperative " : "", "launch of kernel '", function.name(), "' (grid ",
+  return absl::StrCat(c.cooperative ? "cooperative " : "", c.early ? "early " : "", "launch of kernel '",
+                      function.name(), "' (grid ",
                       c.grid.x, "x", c.grid.y, "x", c.grid.z, ", block ", c.block.x, "x", c.block.y, "x", c.block.z,
                       ", ", c.dynamic_shared_bytes, " bytes of dynamic shared memory)");
 }
@@ -153,12 +154,25 @@ absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& con
     KILN_JIT_RETURN_IF_ERROR(AllowDynamicSharedMemory(function, config.dynamic_shared_bytes));
   }
   KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
-  absl::Status status =
-      config.cooperative
-          ? KILN_CU(driver(), cuLaunchCooperativeKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
-                                                        config.dynamic_shared_bytes, stream_, args))
-          : KILN_CU(driver(), cuLaunchKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
-                                             config.dynamic_shared_bytes, stream_, args, nullptr));
+  absl::Status status;
+  if (config.early && info_.compute_major >= 9) {
+    CUlaunchAttribute attrs[2];
+    unsigned count = 0;
+    attrs[count].id = kLaunchAttrProgrammaticStreamSerialization;
+    attrs[count++].value.value = 1;
+    if (config.cooperative) {
+      attrs[count].id = kLaunchAttrCooperative;
+      attrs[count++].value.value = 1;
+    }
+    const CUlaunchConfig launch{g.x, g.y, g.z, b.x, b.y, b.z, config.dynamic_shared_bytes, stream_, attrs, count};
+    status = KILN_CU(driver(), cuLaunchKernelEx(&launch, function.handle(), args, nullptr));
+  } else if (config.cooperative) {
+    status = KILN_CU(driver(), cuLaunchCooperativeKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
+                                                         config.dynamic_shared_bytes, stream_, args));
+  } else {
+    status = KILN_CU(driver(), cuLaunchKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z,
+                                              config.dynamic_shared_bytes, stream_, args, nullptr));
+  }
   if (!status.ok()) [[unlikely]] return Annotate(status, LaunchText(function, config));
   return status;
 }

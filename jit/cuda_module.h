@@ -28,6 +28,13 @@ struct LaunchConfig {
   // Every block resident at once (cuLaunchCooperativeKernel), so that blocks
   // may wait for one another; the grid must fit (CudaContext::ResidentBlocks).
   bool cooperative = false;
+  // Programmatic dependent launch (sm_90 and later; ignored before): the
+  // kernel's blocks may be scheduled while the kernel before it in the
+  // stream finishes, hiding the gap between them. The kernel must wait
+  // (griddepcontrol.wait: kiln's wait_for_prior_grid) before it reads or
+  // writes memory that kernel touches; every kernel kiln generates does so
+  // first thing.
+  bool early = false;
 };
 
 // One kernel of a module, valid as long as the module. Launched with

@@ -75,6 +75,28 @@ inline constexpr unsigned kEventDefault = 0x0;       // CU_EVENT_DEFAULT (timing
 // CU_STREAM_CAPTURE_MODE_RELAXED: other threads may allocate while a stream captures.
 inline constexpr int kStreamCaptureModeRelaxed = 2;
 
+// cuLaunchKernelEx's configuration (CUlaunchConfig, CUlaunchAttribute and
+// the CUlaunchAttributeID values kiln sets).
+inline constexpr int kLaunchAttrCooperative = 2;  // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+inline constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
+struct CUlaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union alignas(8) {
+    char bytes[64];
+    int value;  // cooperative, programmaticStreamSerializationAllowed
+  } value = {};
+};
+struct CUlaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  CUlaunchAttribute* attrs = nullptr;
+  unsigned num_attrs = 0;
+};
+
 // nvrtcResult values.
 inline constexpr nvrtcResult kNvrtcSuccess = 0;             // NVRTC_SUCCESS
 inline constexpr nvrtcResult kNvrtcErrorInvalidOption = 5;  // NVRTC_ERROR_INVALID_OPTION

@@ -57,6 +57,7 @@ std::vector<std::string> BindDriver(const DynamicLibrary& lib, DriverApi& api) {
   bind("cuFuncSetAttribute", api.cuFuncSetAttribute);
   bind("cuLaunchKernel", api.cuLaunchKernel);
   bind("cuLaunchCooperativeKernel", api.cuLaunchCooperativeKernel);
+  bind("cuLaunchKernelEx", api.cuLaunchKernelEx);
   bind("cuOccupancyMaxActiveBlocksPerMultiprocessor", api.cuOccupancyMaxActiveBlocksPerMultiprocessor);
   bind("cuEventCreate", api.cuEventCreate);
   bind("cuEventDestroy_v2", api.cuEventDestroy);

@@ -70,6 +70,10 @@ struct DriverApi {
                                         unsigned grid_z, unsigned block_x, unsigned block_y,
                                         unsigned block_z, unsigned shared_bytes, CUstream stream,
                                         void** params) = nullptr;
+  // A launch with attributes: kiln's ask that the kernel may start while the
+  // kernel before it in the stream finishes (LaunchConfig::early).
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig* config, CUfunction function, void** params,
+                               void** extra) = nullptr;
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int* blocks, CUfunction function,
                                                           int block_size, size_t dynamic_shared_bytes) = nullptr;
 

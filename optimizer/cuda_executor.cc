@@ -283,6 +283,11 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     // them all resident (cooperative).
     const int64_t blocks = int64_t{config.grid.x} * config.grid.y * config.grid.z;
     config.cooperative = kernel.source.split_together && blocks <= kernel.resident_blocks;
+    // Its blocks start while the kernel before it finishes (it waits for
+    // that kernel before touching memory: GenerateKernel). On the H100,
+    // back-to-back launches of rmsnorm_linear_bs1's kernel took 0.3 us
+    // less each.
+    config.early = true;
     // The kernel's one parameter: { char* t[]; long long s[]; int* err; char* ws; unsigned* counters;
     // unsigned together; }.
     std::vector<uint64_t> params;

@@ -152,6 +152,17 @@ __device__ __forceinline__ float bits_to_f32(unsigned b) { return __uint_as_floa
 __device__ __forceinline__ float bits_to_f16(unsigned b) { return f16_to_float(static_cast<f16_t>(b)); }
 __device__ __forceinline__ float bits_to_bf16(unsigned b) { return __uint_as_float(b << 16); }
 
+// Programmatic dependent launch (sm_90 and later): a kernel launched to
+// start while the kernel before it finishes (jit::LaunchConfig::early)
+// waits here, before it touches memory, until that kernel has completed and
+// its writes are visible. Launched otherwise, or before sm_90, it returns at
+// once. Every generated kernel calls it first.
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Whether element i of p starts a 16-byte aligned vector (only the low
 // bits of the address matter: 32-bit arithmetic is exact).
 __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_bytes) {

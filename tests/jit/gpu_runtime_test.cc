@@ -48,6 +48,28 @@ extern "C" __global__ void spin(long long cycles, int* out) {
   out[threadIdx.x] = 1;
 }
 
+// Lets the kernel after it start at once (where that kernel was launched
+// early), then spins before it doubles its element: a kernel launched early
+// that did not wait would read the element before it doubled.
+extern "C" __global__ void let_next_start_then_double(long long cycles, int* out) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  out[threadIdx.x] *= 2;
+}
+
+// Waits for the kernel before it (griddepcontrol.wait, as kiln's generated
+// kernels do first: wait_for_prior_grid), then adds one.
+extern "C" __global__ void wait_then_add_one(int* out) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  out[threadIdx.x] += 1;
+}
+
 extern "C" __global__ void to_half(const float* in, unsigned short* out) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(in[threadIdx.x]));
@@ -337,6 +359,39 @@ TEST_F(GpuRuntime, BadLaunchesAndLookupsAreErrors) {
   ASSERT_FALSE(garbage.ok());
   EXPECT_THAT(garbage.status().message(), HasSubstr("cuModuleLoadData"));
   EXPECT_TRUE(context_->Synchronize().ok());
+}
+
+// Launched early, a kernel's blocks start while the kernel before it runs;
+// waiting for it, it still reads what that kernel wrote. Cooperative too.
+TEST_F(GpuRuntime, AnEarlyLaunchWaitsForTheKernelBeforeIt) {
+  std::unique_ptr<CudaModule> module = LoadKernels();
+  ASSERT_NE(module, nullptr);
+  CudaFunction* doubler = *module->GetFunction("let_next_start_then_double");
+  CudaFunction* add_one = *module->GetFunction("wait_then_add_one");
+  constexpr int kThreads = 64;
+  std::shared_ptr<Storage> out = Allocate(kThreads * sizeof(int));
+  CUdeviceptr ptr = DevicePointer(*out);
+  long long cycles = 200000;
+  void* double_args[] = {&cycles, &ptr};
+  void* add_args[] = {&ptr};
+  LaunchConfig config;
+  config.block.x = kThreads;
+  for (const bool cooperative : {false, true}) {
+    ASSERT_TRUE(context_->Memset(ptr, 0, kThreads * sizeof(int)).ok());
+    // x -> 2x + 1, 16 times: 2^16 - 1 only if every step ran in order.
+    for (int round = 0; round < 16; ++round) {
+      config.early = false;
+      config.cooperative = false;
+      ASSERT_TRUE(context_->Launch(*doubler, config, double_args).ok());
+      config.early = true;
+      config.cooperative = cooperative;
+      absl::Status launched = context_->Launch(*add_one, config, add_args);
+      ASSERT_TRUE(launched.ok()) << launched;
+    }
+    std::vector<int> back(kThreads);
+    ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
+    for (int i = 0; i < kThreads; ++i) ASSERT_EQ(back[i], 65535) << "element " << i << ", cooperative " << cooperative;
+  }
 }
 
 TEST_F(GpuRuntime, AGraphReplaysTheCapturedLaunchesEachTime) {

@@ -32,6 +32,7 @@ void ExpectCompiles(const KernelGraph& graph) {
   if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
   ASSERT_TRUE(source.ok()) << source.status() << "\n" << ugraph::ToText(graph);
+  EXPECT_THAT(source->source, ::testing::HasSubstr("kiln_kernel(const Params p) {\n  wait_for_prior_grid();"));
   // A buffer per tile, less those it needs none for, plus scratch for
   // matmuls whose threads split the contraction, plus up to 192 KiB of loop
   // tiles in flight (the ring; more than 96 KiB only where a step's tiles
