@@ -2,6 +2,7 @@
 // run on a GPU against a plain CPU loop (GpuTiledCodegen; skipped without
 // one), and their bandwidth at decode shapes reported.
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -10,6 +11,7 @@
 #include "jit/cuda_status.h"
 #include "jit/nvrtc_compiler.h"
 #include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/emitter.h"
 #include "optimizer/codegen/generate.h"
 #include "optimizer/ugraph_validate.h"
 #include "tensor/convert.h"
@@ -27,6 +29,7 @@ using testing::Mean;
 using testing::RmsNormLinear;
 using testing::SymbolicDimsRefused;
 using testing::Tiles;
+using testing::ValueOrFail;
 
 // Values rounded to `dtype`, uniform in [-scale, scale).
 std::vector<float> RandomValues(DType dtype, int64_t count, float scale, uint32_t seed) {
@@ -84,8 +87,9 @@ class GpuTiledCodegen : public ::testing::Test {
   };
 
   // Compiles the graph's kernel and uploads `inputs` (f32 values by tensor
-  // id, converted to each tensor's dtype). Outputs start as 0xff bytes
-  // (NaN), so an element the kernel skips shows.
+  // id, converted to each tensor's dtype; an input not among them is left
+  // for the caller to write). Outputs start as 0xff bytes (NaN), so an
+  // element the kernel skips shows.
   absl::StatusOr<Prepared> Prepare(const KernelGraph& graph, const std::map<int, std::vector<float>>& inputs,
                                    const Bindings& bindings) {
     if (absl::Status s = ugraph::Validate(graph); !s.ok()) return s;
@@ -109,6 +113,7 @@ class GpuTiledCodegen : public ::testing::Test {
         KILN_JIT_RETURN_IF_ERROR(context_->Memset(ptr, 0xff, bytes));
         continue;
       }
+      if (!inputs.contains(t.id)) continue;
       const std::vector<float>& values = inputs.at(t.id);
       if (static_cast<int64_t>(values.size()) != p.counts[t.id]) {
         return absl::InvalidArgumentError(absl::StrCat("input t", t.id, " has the wrong size"));
@@ -170,13 +175,15 @@ class GpuTiledCodegen : public ::testing::Test {
 
   // Runs the kernel twice, the output poisoned before each (a split loop
   // must leave its counters ready for the next launch), and returns tensor
-  // `output` as f32. A split loop that can share out its combine runs
+  // `output` as f32; `fill` first writes the inputs left to the caller. A split loop that can share out its combine runs
   // twice more that way, whose output must be the same to the bit (the
   // same sums in the same order).
   absl::StatusOr<std::vector<float>> Run(const KernelGraph& graph,
                                          const std::map<int, std::vector<float>>& inputs, int output,
-                                         const Bindings& bindings = {}) {
+                                         const Bindings& bindings = {},
+                                         const std::function<absl::Status(Prepared&)>& fill = nullptr) {
     KILN_JIT_ASSIGN_OR_RETURN(Prepared p, Prepare(graph, inputs, bindings));
+    if (fill) KILN_JIT_RETURN_IF_ERROR(fill(p));
     const DType dtype = graph.tensors[output].dtype;
     std::vector<char> stored(p.counts[output] * DTypeSize(dtype));
     const jit::CUdeviceptr out_ptr = jit::DevicePointer(*p.buffers[output]);
@@ -295,6 +302,69 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
   }
   // The split variants' combines also ran shared out by every block (Run).
   EXPECT_GT(together_runs_, 0);
+}
+
+// A weight element's value from its index, on the device (fill_weight) and
+// on the host: a multiple of 2^-12 in [-2^-5, 2^-5), exact in f16.
+constexpr absl::string_view kFillWeight = R"(
+extern "C" __global__ void fill_weight(unsigned short* w, unsigned long long n) {
+  for (unsigned long long i = blockIdx.x * 256ull + threadIdx.x; i < n; i += gridDim.x * 256ull) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ static_cast<unsigned>(i >> 32);
+    h ^= h >> 15;
+    const float v = static_cast<float>(static_cast<int>((h >> 8) & 255u) - 128) * (1.0f / 4096.0f);
+    unsigned short bits;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));
+    w[i] = bits;
+  }
+}
+)";
+double WeightValue(uint64_t i) {
+  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ static_cast<uint32_t>(i >> 32);
+  h ^= h >> 15;
+  return (static_cast<int>((h >> 8) & 255u) - 128) / 4096.0;
+}
+
+// At the top of the 32-bit index range: the weight [64510, 32768] (2.11e9
+// elements, 4.2 GB of f16) is the largest FitsIndex32 takes with these
+// tiles, its last rows' offsets within 1.6% of 2^31. It is filled on the
+// device; 32 of the output's columns are checked against a CPU loop, and
+// every output element must be written.
+TEST_F(GpuTiledCodegen, OffsetsAtTheTopOfThe32BitIndexRangeAreRight) {
+  constexpr int64_t kM = 2, kK = 64510, kN = 32768;
+  const KernelGraph graph = RmsNormLinear(DType::kF16, kM, kK, kN, {.m = 2, .k = 128, .n = 64});
+  ASSERT_TRUE(codegen::FitsIndex32(graph, graph.kernels[0]));
+  const std::vector<float> x = RandomValues(DType::kF16, kM * kK, 1.0f, 7);
+  jit::CompileOptions options;
+  options.arch = context_->info().arch();
+  const std::string cubin = ValueOrFail(jit::CompileToCubin(*nvrtc_, kFillWeight, options));
+  std::unique_ptr<jit::CudaModule> module = ValueOrFail(context_->LoadModule(cubin));
+  jit::CudaFunction* fill_weight = ValueOrFail(module->GetFunction("fill_weight"));
+  absl::StatusOr<std::vector<float>> out =
+      Run(graph, {{0, x}}, 2, {}, [&](Prepared& p) -> absl::Status {
+        jit::CUdeviceptr w = jit::DevicePointer(*p.buffers[1]);
+        unsigned long long n = kK * kN;
+        void* args[] = {&w, &n};
+        jit::LaunchConfig config;
+        config.block.x = 256;
+        config.grid.x = 4096;
+        return context_->Launch(*fill_weight, config, args);
+      });
+  if (!out.ok() && absl::IsResourceExhausted(out.status())) GTEST_SKIP() << "needs 4.2 GB of device memory: " << out.status();
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (size_t i = 0; i < out->size(); ++i) ASSERT_FALSE(std::isnan((*out)[i])) << "element " << i << " unwritten";
+  for (int64_t i = 0; i < kM; ++i) {
+    double squares = 0;
+    for (int64_t j = 0; j < kK; ++j) squares += double(x[i * kK + j]) * x[i * kK + j];
+    const double scale = 1.0 / std::sqrt(squares / double(kK) + 1e-6);
+    for (int64_t c = 0; c < 32; ++c) {
+      const int64_t col = c < 16 ? c * 2047 : kN - 1 - (c - 16) * 13;
+      double sum = 0;
+      for (int64_t j = 0; j < kK; ++j) sum += testing::RoundTo(DType::kF16, x[i * kK + j]) * WeightValue(j * kN + col);
+      const float expected = testing::RoundTo(DType::kF16, static_cast<float>(sum * scale));
+      EXPECT_NEAR((*out)[i * kN + col], expected, Tolerance(DType::kF16) * (1 + std::abs(expected)))
+          << "row " << i << " column " << col;
+    }
+  }
 }
 
 TEST_F(GpuTiledCodegen, GatedMlpMatchesACpuLoop) {
