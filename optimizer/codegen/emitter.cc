@@ -85,9 +85,9 @@ int64_t SlackSpan(const Shape& shape, const std::vector<int64_t>& strides, int64
 
 }  // namespace
 
-bool FitsIndex32(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel) {
-  const ugraph::BlockGraph& b = kernel.block;
-  if (!Emitter(graph, kernel).symbols().symbols().empty()) return false;
+bool Emitter::FitsIndex32() const {
+  const ugraph::BlockGraph& b = kernel_.block;
+  if (!symbols_.symbols().empty()) return false;
   int64_t tile = std::max<int64_t>(16, b.forloop.tile);
   for (const auto& g : b.grid) tile = std::max(tile, g.tile);
   const int64_t slack = kIndexSlackTiles * tile;
@@ -95,10 +95,8 @@ bool FitsIndex32(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel)
     const int64_t span = SlackSpan(shape, strides, slack);
     return span >= 0 && span < (int64_t{1} << 31);
   };
-  for (const std::vector<int>* ids : {&kernel.inputs, &kernel.outputs}) {
-    for (int t : *ids) {
-      if (!fits(graph.tensors[t].shape, graph.tensors[t].strides)) return false;
-    }
+  for (int t : slots_) {
+    if (!fits(graph_.tensors[t].shape, graph_.tensors[t].strides)) return false;
   }
   for (const auto& in : b.inputs) {
     if (!fits(in.view.source_shape) || !fits(in.view.shape)) return false;

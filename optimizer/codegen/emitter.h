@@ -48,6 +48,15 @@ class Emitter {
   // UseIndex32 (where every offset fits, FitsIndex32), chosen before any
   // code is emitted.
   void UseIndex32(bool on);
+  // Whether every index the kernel (a tiled one) forms fits a 32-bit int:
+  // all sizes concrete, and for each tensor it reads or writes, each shape
+  // of the views it reads through, its grid and its loop, the largest
+  // offset over coordinates up to kIndexSlackTiles of its largest tile (at
+  // least 16) past each dim's end below 2^31. Coordinates past the end are
+  // formed, never read: the last block's tile runs past it by less than a
+  // tile, a padded tile axis by less than 16, the ring's copies ahead of
+  // the loop by its stages (at most 4, tiled_plan.cc) of loop tiles.
+  bool FitsIndex32() const;
   const char* Index() const { return index32_ ? "int" : "i64"; }
   std::string IndexLiteral(int64_t value) const {
     return index32_ ? absl::StrCat(value) : absl::StrCat(value, "LL");
@@ -77,7 +86,6 @@ class Emitter {
   std::string Linearize(const std::vector<std::string>& coords, const Shape& shape);
 
   const ugraph::KernelGraph& graph() const { return graph_; }
-  const ugraph::Kernel& kernel() const { return kernel_; }
 
  private:
   std::vector<std::string> InvertReshape(const Shape& in, const Shape& out,
@@ -94,15 +102,7 @@ class Emitter {
   bool index32_ = false;
 };
 
-// Whether every index a tiled kernel forms fits a 32-bit int: all sizes
-// concrete, and for each tensor it reads or writes, each shape of the views
-// it reads through, its grid and its loop, the largest offset over
-// coordinates up to kIndexSlackTiles of its largest tile (at least 16) past
-// each dim's end below 2^31. Coordinates past the end are formed, never
-// read: the last block's tile runs past it by less than a tile, a padded
-// tile axis by less than 16, the ring's copies ahead of the loop by its
-// stages (at most 4, tiled_plan.cc) of loop tiles.
-bool FitsIndex32(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel);
+// Emitter::FitsIndex32's slack past each dim's end, in the kernel's largest tiles.
 inline constexpr int64_t kIndexSlackTiles = 8;
 
 // Names used in generated code for a dtype: "f32", "f16", ...

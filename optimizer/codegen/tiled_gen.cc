@@ -388,7 +388,7 @@ absl::Status TiledGenerator::Generate() {
   // and lora_r16 as fast or a little faster; the flash kernels of gqa_bs8
   // and qknorm_gqa_bs8 ran 4-6% slower (31.0 -> 32.4 us, 48.4 -> 51.2), for
   // all that their loops took 8% fewer instructions, and gqa_bs1's the same.
-  e_.UseIndex32(flash_.pv < 0 && FitsIndex32(e_.graph(), e_.kernel()));
+  e_.UseIndex32(flash_.pv < 0 && e_.FitsIndex32());
   for (int t : e_.slots()) e_.Strides(t);
   const size_t n = b_.tile_ops.size();
   e_.Line("extern __shared__ __align__(16) float smem[];");

@@ -332,7 +332,7 @@ double WeightValue(uint64_t i) {
 TEST_F(GpuTiledCodegen, OffsetsAtTheTopOfThe32BitIndexRangeAreRight) {
   constexpr int64_t kM = 2, kK = 64510, kN = 32768;
   const KernelGraph graph = RmsNormLinear(DType::kF16, kM, kK, kN, {.m = 2, .k = 128, .n = 64});
-  ASSERT_TRUE(codegen::FitsIndex32(graph, graph.kernels[0]));
+  ASSERT_TRUE(codegen::Emitter(graph, graph.kernels[0]).FitsIndex32());
   const std::vector<float> x = RandomValues(DType::kF16, kM * kK, 1.0f, 7);
   jit::CompileOptions options;
   options.arch = context_->info().arch();

@@ -309,8 +309,8 @@ TEST(TiledCodegen, IndexArithmeticIs32BitWhereEveryOffsetFits) {
   const Tiles tiles{.m = 2, .k = 128, .n = 64};
   const KernelGraph fits = RmsNormLinear(DType::kF16, 2, 64510, 32768, tiles);
   const KernelGraph over = RmsNormLinear(DType::kF16, 2, 64511, 32768, tiles);
-  EXPECT_TRUE(codegen::FitsIndex32(fits, fits.kernels[0]));
-  EXPECT_FALSE(codegen::FitsIndex32(over, over.kernels[0]));
+  EXPECT_TRUE(codegen::Emitter(fits, fits.kernels[0]).FitsIndex32());
+  EXPECT_FALSE(codegen::Emitter(over, over.kernels[0]).FitsIndex32());
   const codegen::KernelSource narrow = ValueOrFail(Generate(fits));
   EXPECT_THAT(narrow.source, ::testing::HasSubstr("const int st1_0 = st1_1 * 32768;"));
   EXPECT_THAT(narrow.source, ::testing::HasSubstr("int step = step_begin;"));
@@ -327,7 +327,7 @@ TEST(TiledCodegen, IndexArithmeticIs32BitWhereEveryOffsetFits) {
   EXPECT_THAT(split.source, ::testing::HasSubstr("partials[(i64)"));
   // A symbolic size may be anything at run time: 64-bit.
   const KernelGraph symbolic = GatedMlp(DType::kF16, Symbol("tokens", 64), 256, 256);
-  EXPECT_FALSE(codegen::FitsIndex32(symbolic, symbolic.kernels[0]));
+  EXPECT_FALSE(codegen::Emitter(symbolic, symbolic.kernels[0]).FitsIndex32());
   absl::StatusOr<codegen::KernelSource> source = Generate(symbolic);
   if (SymbolicDimsRefused(source.status())) GTEST_SKIP() << source.status();
   ASSERT_TRUE(source.ok()) << source.status();
