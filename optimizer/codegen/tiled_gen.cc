@@ -255,19 +255,33 @@ void TiledGenerator::EmitElementwise(int i) {
   Wrote(i, true);
 }
 
-std::string TiledGenerator::CausalStepEnd() const {
+int TiledGenerator::CausalExp() const {
   int masked = -1;
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const TileOp& op = b_.tile_ops[i];
     if (op.kind != TileOp::Kind::kStableExp || !op.mask.on()) continue;
-    if (masked >= 0 || !ugraph::IsRunningMax(b_, tiles_, static_cast<int>(i))) return "";
+    if (masked >= 0 || !ugraph::IsRunningMax(b_, tiles_, static_cast<int>(i))) return -1;
     masked = static_cast<int>(i);
   }
-  if (masked < 0) return "";
+  if (masked < 0) return -1;
   // Every sum over the loop must follow that max (its masked terms are 0).
   for (const TileOp& op : b_.tile_ops) {
-    if (op.kind == TileOp::Kind::kAccumulate && op.rescale != masked) return "";
+    if (op.kind == TileOp::Kind::kAccumulate && op.rescale != masked) return -1;
   }
+  return masked;
+}
+
+int TiledGenerator::CausalGridAxis() const {
+  const int masked = CausalExp();
+  if (masked < 0) return -1;
+  const TileOp& exp = b_.tile_ops[masked];
+  const TileAxis& rows = tiles_[exp.args[0]].axes[exp.mask.row];
+  return rows.source == Source::kGrid ? rows.grid_axis : -1;
+}
+
+std::string TiledGenerator::CausalStepEnd() const {
+  const int masked = CausalExp();
+  if (masked < 0) return "";
   const TileOp& exp = b_.tile_ops[masked];
   const TileAxis& rows = tiles_[exp.args[0]].axes[exp.mask.row];
   std::string last_row;
@@ -418,12 +432,20 @@ absl::Status TiledGenerator::Generate() {
   }
   const auto count = [&](const ugraph::LaunchDim& d) { return BlockCount(e_, d); };
   // Grid-stride loops, outermost z: a block may own several grid points.
+  // Along a causal mask's rows, last-first (CausalGridAxis).
   int opened = 0;
+  const int causal_axis = CausalGridAxis();
   for (int g = 2; g >= 0; --g) {
     const ugraph::LaunchDim& d = b_.grid[g];
     if (d.extent.rank() == 0) continue;
-    e_.Open(absl::StrCat("for (", e_.Index(), " bg", g, " = ", kBlockIdx[g], "; bg", g, " < ", count(d), "; bg", g,
-                         " += ", kGridDim[g], ")"));
+    if (g == causal_axis) {
+      const std::string ix = e_.Index();
+      e_.Open(absl::StrCat("for (", ix, " bg", g, " = ", count(d), " - 1 - static_cast<", ix, ">(", kBlockIdx[g],
+                           "); bg", g, " >= 0; bg", g, " -= static_cast<", ix, ">(", kGridDim[g], "))"));
+    } else {
+      e_.Open(absl::StrCat("for (", e_.Index(), " bg", g, " = ", kBlockIdx[g], "; bg", g, " < ", count(d), "; bg", g,
+                           " += ", kGridDim[g], ")"));
+    }
     ++opened;
     if (grid_axes[g]) {
       const std::string extent = e_.DimExpr(d.extent[0]);

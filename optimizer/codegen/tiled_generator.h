@@ -614,6 +614,13 @@ class TiledGenerator {
   // every row of this block (an i64 expression), where every accumulator
   // follows the one masked running max; else empty.
   std::string CausalStepEnd() const;
+  // The stable exp whose causal mask ends the loop early (CausalStepEnd),
+  // or -1.
+  int CausalExp() const;
+  // The grid axis along the causal mask's rows, where the loop ends early,
+  // or -1: its blocks run last-first, so that the longest start first and
+  // the short ones fill the last wave.
+  int CausalGridAxis() const;
   // A split loop's combine shared out (tiled_split.cc). In a cooperative
   // launch (p.together) every block of a grid point is resident, so each
   // waits for all of them (split_gather) and then combines and stores its
