@@ -4,8 +4,10 @@
 // stabilizing max as an arbitrary shift (algebra.h): it accepts that kernel
 // and rejects one that drops the rescale. All on the CPU.
 #include <functional>
+#include <regex>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/nvrtc_compiler.h"
@@ -622,6 +624,45 @@ TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
     if (nvrtc.ok()) EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u);
   }
   EXPECT_GT(larger, 0);
+}
+
+// Under a causal mask a block's loop ends at its last row's key, so the
+// blocks along the mask's rows take their grid points last-first: the
+// longest start first and the short ones fill the last wave. Plain
+// attention keeps the usual order. The flash step takes its exps in base
+// 2 from the row's shift in log2 units, and rescales O only where some
+// row's max moved (a warp vote).
+TEST(AttentionSearch, CausalBlocksRunLongestFirst) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  const std::regex reversed(
+      R"(for \((i64|int) bg([0-2]) = \(4096(LL)? \+ [0-9]+\) / [0-9]+ - 1 - static_cast<\1>\(blockIdx\.[xyz]\); )"
+      R"(bg\2 >= 0; bg\2 -= static_cast<\1>\(gridDim\.[xyz]\)\))");
+  int causal = 0, flash = 0;
+  for (const auto& [s, graph, source] : VariantKernels(CausalAttentionCase(2, 4, 4096, 64, 4096))) {
+    const std::string& code = source.source;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(code, m, reversed)) << code;
+    ++causal;
+    // Only the rows' grid axis runs backwards.
+    const std::string axis = m[2];
+    for (const char* other : {"0", "1", "2"}) {
+      if (axis == other) continue;
+      EXPECT_EQ(code.find(absl::StrCat("bg", other, " >= 0")), std::string::npos);
+    }
+    if (code.find("in registers (no barrier)") == std::string::npos) continue;
+    ++flash;
+    EXPECT_THAT(code, ::testing::HasSubstr("const float shift_log2[2] = {log2_shift(run_max[0]), log2_shift(run_max[1])};"));
+    EXPECT_THAT(code, ::testing::HasSubstr("stable_exp_log2(sc[v][h], shift_log2[h >> 1])"));
+    EXPECT_EQ(code.find("stable_exp(sc[v][h]"), std::string::npos);
+    EXPECT_THAT(code, ::testing::HasSubstr("if (__any_sync(0xffffffffu, factor[0] != 1.0f || factor[1] != 1.0f)) {"));
+    if (nvrtc.ok() && flash <= 2) ExpectCompilesForHopper(**nvrtc, source);
+  }
+  EXPECT_GE(causal, 4);
+  EXPECT_GE(flash, 2);
+  for (const auto& [s, graph, source] : VariantKernels(AttentionCase(2, 256, 64, 4096))) {
+    EXPECT_FALSE(std::regex_search(source.source, reversed)) << s.ToString(AttentionCase(2, 256, 64, 4096).region);
+    EXPECT_EQ(source.source.find(" >= 0; bg"), std::string::npos);
+  }
 }
 
 // Decode (one query row) with 16 keys a step per warp: the warps share out
