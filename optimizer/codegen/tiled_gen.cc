@@ -292,8 +292,8 @@ std::string TiledGenerator::CausalStepEnd() const {
   } else {
     return "";
   }
-  return absl::StrCat("max(", e_.IndexLiteral(0), ", ", last_row, " + ", MaskOffset(masked), " + ", b_.forloop.tile, ") / ",
-                      b_.forloop.tile);
+  return absl::StrCat("max(", e_.IndexLiteral(0), ", ", last_row, " + ", MaskOffset(masked), " + ", b_.forloop.tile,
+                      ") / ", b_.forloop.tile);
 }
 
 void TiledGenerator::EmitAccumulate(int i) {
@@ -505,8 +505,8 @@ absl::Status TiledGenerator::Generate() {
     e_.Linef(e_.Index(), " step = step_begin;");
     if (lean) {
       const std::string extent = e_.DimExpr(b_.forloop.extent[0]);
-      e_.Linef("const ", e_.Index(), " lean_end = ring_whole ? max(step_begin, min(step_end, ", extent, " / ", b_.forloop.tile,
-               ") - ", stages_ - 1, ") : step_begin;");
+      e_.Linef("const ", e_.Index(), " lean_end = ring_whole ? max(step_begin, min(step_end, ", extent, " / ",
+               b_.forloop.tile, ") - ", stages_ - 1, ") : step_begin;");
       e_.Line("// whole steps");
       e_.Open("for (; step < lean_end; ++step)");
       lean_step_ = true;

@@ -320,8 +320,9 @@ void TiledGenerator::EmitStepRange(const std::string& start, const std::string& 
   const std::string extent = b_.forloop.extent.rank() == 1 ? e_.DimExpr(b_.forloop.extent[0]) : e_.IndexLiteral(0);
   const bool compound = step.find(' ') != std::string::npos;
   e_.Linef("const ", e_.Index(), " ", start, " = ", compound ? absl::StrCat("(", step, ")") : step, " * ", tile, ";");
-  e_.Linef("const int ", length, " = static_cast<int>(", guarded ? absl::StrCat(step, " >= step_end ? ", e_.IndexLiteral(0), " : ") : "",
-           extent, " - ", start, " < ", tile, " ? ", extent, " - ", start, " : ", tile, ");");
+  const std::string past_end = guarded ? absl::StrCat(step, " >= step_end ? ", e_.IndexLiteral(0), " : ") : "";
+  e_.Linef("const int ", length, " = static_cast<int>(", past_end, extent, " - ", start, " < ", tile, " ? ", extent,
+           " - ", start, " : ", tile, ");");
 }
 
 void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {

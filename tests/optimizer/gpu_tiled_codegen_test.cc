@@ -175,9 +175,10 @@ class GpuTiledCodegen : public ::testing::Test {
 
   // Runs the kernel twice, the output poisoned before each (a split loop
   // must leave its counters ready for the next launch), and returns tensor
-  // `output` as f32; `fill` first writes the inputs left to the caller. A split loop that can share out its combine runs
-  // twice more that way, whose output must be the same to the bit (the
-  // same sums in the same order).
+  // `output` as f32; `fill` first writes the inputs left to the caller.
+  // A split loop that can share out its combine runs twice more that way,
+  // whose output must be the same to the bit (the same sums in the same
+  // order).
   absl::StatusOr<std::vector<float>> Run(const KernelGraph& graph,
                                          const std::map<int, std::vector<float>>& inputs, int output,
                                          const Bindings& bindings = {},
@@ -349,7 +350,9 @@ TEST_F(GpuTiledCodegen, OffsetsAtTheTopOfThe32BitIndexRangeAreRight) {
         config.grid.x = 4096;
         return context_->Launch(*fill_weight, config, args);
       });
-  if (!out.ok() && absl::IsResourceExhausted(out.status())) GTEST_SKIP() << "needs 4.2 GB of device memory: " << out.status();
+  if (!out.ok() && absl::IsResourceExhausted(out.status())) {
+    GTEST_SKIP() << "needs 4.2 GB of device memory: " << out.status();
+  }
   ASSERT_TRUE(out.ok()) << out.status();
   for (size_t i = 0; i < out->size(); ++i) ASSERT_FALSE(std::isnan((*out)[i])) << "element " << i << " unwritten";
   for (int64_t i = 0; i < kM; ++i) {

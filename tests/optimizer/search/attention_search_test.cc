@@ -651,7 +651,8 @@ TEST(AttentionSearch, CausalBlocksRunLongestFirst) {
     }
     if (code.find("in registers (no barrier)") == std::string::npos) continue;
     ++flash;
-    EXPECT_THAT(code, ::testing::HasSubstr("const float shift_log2[2] = {log2_shift(run_max[0]), log2_shift(run_max[1])};"));
+    EXPECT_THAT(code,
+                ::testing::HasSubstr("const float shift_log2[2] = {log2_shift(run_max[0]), log2_shift(run_max[1])};"));
     EXPECT_THAT(code, ::testing::HasSubstr("stable_exp_log2(sc[v][h], shift_log2[h >> 1])"));
     EXPECT_EQ(code.find("stable_exp(sc[v][h]"), std::string::npos);
     EXPECT_THAT(code, ::testing::HasSubstr("if (__any_sync(0xffffffffu, factor[0] != 1.0f || factor[1] != 1.0f)) {"));
