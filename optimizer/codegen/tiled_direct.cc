@@ -224,11 +224,18 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   if (matmuls_[i].b_rows && (row_vectors * in.width != depth || in.task_sizes.back() != cols)) return false;
   const int64_t n8s = cols / 8, m16s = (rows + 15) / 16, tiles = n8s * m16s;
   if (tiles >= warps ? tiles % warps != 0 : warps % tiles != 0) return false;
-  // 32 accumulator registers; 64 for attention's P@V where each warp owns
-  // whole rows of the output (FlashAttention's O in registers: head dim
-  // 128 over query tiles of 16 rows a warp).
-  const bool attention_rows = b_.tile_ops[a].kind == TileOp::Kind::kStableExp && tiles / warps == n8s;
-  if (tiles / warps > (attention_rows ? 16 : 8)) return false;
+  // 32 accumulator registers; for attention's P@V where each warp owns
+  // whole rows of the output, 64 a slab of 16 rows (FlashAttention's O in
+  // registers: head dim 128 over query tiles of 16 rows a warp), twice
+  // that for two slabs (32 rows a warp, the flash path's alone: Plan).
+  const bool attention_rows = b_.tile_ops[a].kind == TileOp::Kind::kStableExp && n8s <= 16 &&
+                              (tiles / warps == n8s || tiles / warps == 2 * n8s);
+  // Attention's scores (a step's product a stable exp reads): 64 too, two
+  // slabs of 64 keys a warp (the flash path's 32 rows a warp).
+  const bool scores = step && std::any_of(b_.tile_ops.begin(), b_.tile_ops.end(), [&](const TileOp& r) {
+    return r.kind == TileOp::Kind::kStableExp && r.args[0] == i;
+  });
+  if (!attention_rows && tiles / warps > (scores ? 16 : 8)) return false;
   MatmulPlan& plan = matmuls_[i];
   plan.n8s = n8s;
   plan.m16s = m16s;
@@ -306,21 +313,22 @@ std::string TiledGenerator::InRangeK(int i, int offset, const std::string& value
                       " : 0.0f");
 }
 
-void TiledGenerator::EmitMmaA(int i) {
+void TiledGenerator::EmitMmaA(int i, const std::string& m0, const std::string& into) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0];
-  e_.Line("unsigned fa[4];");
+  const std::string fa = into.empty() ? "fa" : into;
+  if (into.empty()) e_.Line("unsigned fa[4];");
   // Rows past the tile's are never stored: they read row 0 (ring) or zeros.
   const bool whole_rows = plan.rows % 16 == 0;
   if (plan.a_ring) {
     // Lane q * 8 + r gives row r (+ 8 for odd q) of 8x8 matrix q.
     const int64_t va = inputs_[a].row_vectors();
     const bool x4 = plan.rows > 8;
-    e_.Linef("const int q = lane >> 3, ar = m0 + (lane & 7)", x4 ? " + (q & 1) * 8" : "", ";");
+    e_.Linef("const int q = lane >> 3, ar = ", m0, " + (lane & 7)", x4 ? " + (q & 1) * 8" : "", ";");
     const std::string row =
         whole_rows || plan.rows == 8 ? "ar" : absl::StrCat("(ar < ", plan.rows, " ? ar : 0)");
-    e_.Linef("load_a_fragment_", x4 ? "x4" : "x2", "(fa, &",
+    e_.Linef("load_a_fragment_", x4 ? "x4" : "x2", "(", fa, ", &",
              RingSlot(a, "stage", absl::StrCat(row, " * ", va, " + c * 2 + ", x4 ? "(q >> 1)" : "(q & 1)")), ");");
     return;
   }
@@ -331,19 +339,19 @@ void TiledGenerator::EmitMmaA(int i) {
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(op.dtype), "x2");
   const bool mask_k = b_.tile_ops[a].kind != TileOp::Kind::kInput;
   e_.Linef("const float* pa = ", Buffer(a), " + c * 16 + t2;");
-  static constexpr const char* kRow[4] = {"m0 + g", "m0 + g + 8", "m0 + g", "m0 + g + 8"};
   for (int h = 0; h < 4; ++h) {
     const int col = h < 2 ? 0 : 8;
+    const std::string row = absl::StrCat(m0, " + g", h % 2 == 0 ? "" : " + 8");
     const bool guarded = plan.m16s == 1 ? (h % 2 == 0 ? 7 : 15) >= plan.rows : !whole_rows;
-    const std::string pair = absl::StrCat("*reinterpret_cast<const float2*>(pa + (", kRow[h], ") * ", plan.depth,
+    const std::string pair = absl::StrCat("*reinterpret_cast<const float2*>(pa + (", row, ") * ", plan.depth,
                                           " + ", col, ")");
-    e_.Linef("const float2 p", h, " = ", guarded ? absl::StrCat("(", kRow[h], ") < ", plan.rows, " ? ") : "", pair,
+    e_.Linef("const float2 p", h, " = ", guarded ? absl::StrCat("(", row, ") < ", plan.rows, " ? ") : "", pair,
              guarded ? " : make_float2(0.0f, 0.0f)" : "", ";");
     const auto element = [&](int e) {
       const std::string value = absl::StrCat("p", h, e == 0 ? ".x" : ".y");
       return mask_k ? InRangeK(i, col + e, value) : value;
     };
-    e_.Linef("fa[", h, "] = ", pack, "(", element(0), ", ", element(1), ");");
+    e_.Linef(fa, "[", h, "] = ", pack, "(", element(0), ", ", element(1), ");");
   }
 }
 

@@ -15,7 +15,10 @@
 // O, the running max and the row sum in registers, the max and sum of a
 // row are a quad's shuffles, and S's accumulator fragments are P@V's A
 // fragments (m16n8 C and m16k16 A share their rows and columns): the step
-// takes only the ring's barrier. After the loop the registers go to the
+// takes only the ring's barrier. Where the tile has two slabs for each
+// warp, warp w keeps rows 32w..32w+31 (FlashAttention-2's layout): each
+// of K's and V's fragments, read from shared memory once, feeds two
+// products, and the two slabs' chains of work interleave. After the loop the registers go to the
 // accumulators' tiles and the shift rows, and what follows (the split
 // combine, the division, the stores) is the generic code's.
 //
@@ -50,15 +53,19 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     if (exp.axis != static_cast<int>(tiles_[e].axes.size()) - 1) continue;  // along S's columns
     // A causal mask on S's rows and columns (a fragment's are the lane's).
     if (exp.mask.on() && exp.mask.row != exp.axis - 1) continue;
-    // Rows: more than one slab, at most one per warp; or under 16 rows
+    // Rows: more than one slab, one or two per warp; or under 16 rows
     // (decode) whose step has 16 keys per warp: each warp then takes its
     // own keys. (Query tiles of 16 rows shared out that way ran at 20-300
     // us on gqa_bs1 and gqa_bs8, against 24 and 45 with 64 rows owned by
     // warps: each block reads all of K and V again.)
     const bool keys_split = s_plan.rows < 16 && s_plan.n8s == 2 * warps && pv_plan.n8s <= 16;
-    if (!keys_split && (s_plan.rows <= 16 || s_plan.m16s > warps)) continue;
+    // Two slabs a warp where the tile has two for each warp: S's and O's
+    // fragments of both: 4 x (16 + 32) registers for 64 keys at head dim
+    // 128 (FlashAttention-2's 128 x 64 tiles).
+    const int64_t warp_slabs = !keys_split && s_plan.m16s == 2 * warps ? 2 : 1;
+    if (!keys_split && (s_plan.rows <= 16 || s_plan.m16s > warp_slabs * warps)) continue;
     if (pv_plan.rows != s_plan.rows || s_plan.n8s % 2 != 0 || pv_plan.depth != s_plan.cols) continue;
-    if (!keys_split && s_plan.n8s + pv_plan.n8s > 32) continue;
+    if (!keys_split && s_plan.n8s + pv_plan.n8s > (warp_slabs == 1 ? 32 : 24)) continue;
     // Warps to spare over the slabs, where no SM gets a second block to
     // run in their place: groups of a warp per slab share out each step's
     // keys, two or more columns of tiles (16 keys) a group. (On an H100,
@@ -94,12 +101,25 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.sum = sum;
     flash_.keys_split = keys_split;
     flash_.groups = groups;
-    registers_ += 4 * (FlashColumns() + pv_plan.n8s) + 8;
-    registers_ += (FlashColumns() + pv_plan.n8s) / 2;  // DeclareFlashOffsets
+    flash_.warp_slabs = warp_slabs;
     const int a = b_.tile_ops[s].args[0], b1 = b_.tile_ops[s].args[1];
-    flash_.a_registers =
+    // Q's fragments in registers: 4 a k chunk and slab, up to 32 for two
+    // slabs (head dim 64); deeper, in shared memory, packed.
+    const bool a_before =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
-    if (flash_.a_registers) registers_ += 4 * s_plan.depth / 16;
+    flash_.a_registers = a_before && (warp_slabs == 1 || s_plan.depth <= 64);
+    flash_.a_shared = a_before && !flash_.a_registers;
+    registers_ += (FlashColumns() + pv_plan.n8s) / 2;  // DeclareFlashOffsets
+    if (flash_.a_registers) registers_ += 4 * warp_slabs * s_plan.depth / 16;
+    if (warp_slabs == 1) {
+      registers_ += 4 * (FlashColumns() + pv_plan.n8s) + 8;
+    } else {
+      // The products' plans counted both slabs' S and O fragments; with
+      // them the count passes what a thread may hold, and the compiler
+      // fits them in its 255 (FlashAttention-2's kernels do): two blocks
+      // of 4 warps an SM.
+      registers_ = std::min<int64_t>(registers_ + 16, 255);
+    }
     return;
   }
 }
@@ -112,24 +132,42 @@ void TiledGenerator::DropFlashTiles() {
 
 void TiledGenerator::DeclareFlash() {
   const MatmulPlan& pv = matmuls_[flash_.pv];
-  e_.Linef("float o", flash_.pv, "[", pv.n8s, "][4] = {};  // x", flash_.pv,
-           "'s accumulator fragments: this warp's 16 rows");
-  e_.Linef("float run_max[2] = {no_shift(), no_shift()}, run_sum[2] = {0.0f, 0.0f};  // rows g and g + 8, x",
-           flash_.exp, "'s");
-  if (!flash_.a_registers) return;
+  const int64_t slabs = flash_.warp_slabs;
+  e_.Linef("float o", flash_.pv, "[", slabs, "][", pv.n8s, "][4] = {};  // x", flash_.pv,
+           "'s accumulator fragments: this warp's ", 16 * slabs, " rows");
+  e_.Linef("float run_max[", slabs, "][2], run_sum[", slabs, "][2];  // x", flash_.exp,
+           "'s: rows g and g + 8 of each slab");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int sl = 0; sl < ", slabs,
+           "; ++sl) for (int h = 0; h < 2; ++h) run_max[sl][h] = no_shift(), run_sum[sl][h] = 0.0f;");
+  if (!flash_.a_registers && !flash_.a_shared) return;
   const MatmulPlan& s = matmuls_[flash_.scores];
   const int a = b_.tile_ops[flash_.scores].args[0];
   const int64_t chunks = s.depth / 16;
   Read(a, false);
-  e_.Linef("unsigned qa[", chunks, "][4];  // x", flash_.scores, "'s A fragments (x", a,
-           ", the same every step): this warp's 16 rows");
+  if (flash_.a_registers) {
+    e_.Linef("unsigned qa[", slabs, "][", chunks, "][4];  // x", flash_.scores, "'s A fragments (x", a,
+             ", the same every step): this warp's ", 16 * slabs, " rows");
+  } else {
+    e_.Linef("uint4* const qa = reinterpret_cast<uint4*>(smem + ", flash_.a_offset, ");  // x",
+             flash_.scores, "'s A fragments (x", a, ", the same every step), packed: [warp][slab][k chunk][lane]");
+  }
   e_.Open("");
   DeclareMmaLane();
   OpenFlashWarps();
   e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
-  EmitMmaA(flash_.scores);
-  e_.Line("for (int h = 0; h < 4; ++h) qa[c][h] = fa[h];");
+  e_.Open(absl::StrCat("for (int sl = 0; sl < ", slabs, "; ++sl)"));
+  if (flash_.a_registers) {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+    EmitMmaA(flash_.scores, "(m0 + 16 * sl)", "qa[sl][c]");
+  } else {
+    // (Each lane reads back only its own words: no barrier.)
+    e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+    EmitMmaA(flash_.scores, "(m0 + 16 * sl)");
+    e_.Linef("qa[", FlashSharedAIndex(), "] = make_uint4(fa[0], fa[1], fa[2], fa[3]);");
+  }
+  e_.Close();
   e_.Close();
   CloseFlashWarps();
   e_.Close();
@@ -143,33 +181,54 @@ void TiledGenerator::EmitFlashStep() {
   const int k_tile = s_op.args[1];
   const std::string keys = Length(ColAxis(flash_.exp));
   const bool split = flash_.keys_split;
-  const int64_t groups = flash_.groups, sn = FlashColumns();
+  const int64_t groups = flash_.groups, sn = FlashColumns(), slabs = flash_.warp_slabs;
   if (!s.a_ring) Read(s_op.args[0], false);
   if (s.b_tile) Read(k_tile, false);
   if (s.b_scale >= 0) Read(s.b_scale, false);
+  const std::string rows = absl::StrCat(16 * slabs, " rows");
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
            flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
            split         ? ": each warp 16 keys"
-           : groups > 1  ? absl::StrCat(": each warp 16 rows and its group's ", sn * 8, " keys of ", s.cols)
-                         : ": each warp 16 rows",
+           : groups > 1  ? absl::StrCat(": each warp ", rows, " and its group's ", sn * 8, " keys of ", s.cols)
+                         : absl::StrCat(": each warp ", rows),
            ", in registers (no barrier)");
   e_.Open("");
   DeclareMmaLane();
   const std::string first = split ? "2 * warp" : groups > 1 ? absl::StrCat("kg * ", sn) : "0";
   const std::string col0 = split ? "warp * 16 + " : groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ") : "";
+  // A loop over the warp's slabs (sl), fully unrolled so that the arrays
+  // stay in registers; without a body, it opens the loop's block.
+  const auto for_slabs = [&](const std::string& body) {
+    e_.Line("#pragma unroll");
+    const std::string loop = absl::StrCat("for (int sl = 0; sl < ", slabs, "; ++sl)");
+    if (body.empty()) {
+      e_.Open(loop);
+    } else {
+      e_.Linef(loop, " ", body);
+    }
+  };
   OpenFlashWarps();
   DeclareFlashOffsets(flash_.scores, sn, first);
   DeclareFlashOffsets(flash_.pv, pv.n8s, "0");
-  // 1. S = A @ B1: the warp's 16 rows, its columns.
-  e_.Linef("float sc[", sn, "][4] = {};");
+  // 1. S = A @ B1: the warp's rows, its columns; each of B's fragments
+  // serves every slab.
+  e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
   if (flash_.a_registers) e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
   e_.Line("const int k = c * 16 + (lane & 15);");
+  e_.Linef("unsigned fa[", slabs, "][4];");
   if (flash_.a_registers) {
-    e_.Line("const unsigned* fa = qa[c];");
+    for_slabs("for (int h = 0; h < 4; ++h) fa[sl][h] = qa[sl][c][h];");
+  } else if (flash_.a_shared) {
+    for_slabs("");
+    e_.Linef("const uint4 q = qa[", FlashSharedAIndex(), "];");
+    e_.Line("fa[sl][0] = q.x, fa[sl][1] = q.y, fa[sl][2] = q.z, fa[sl][3] = q.w;");
+    e_.Close();
   } else {
-    EmitMmaA(flash_.scores);
+    for_slabs("");
+    EmitMmaA(flash_.scores, "(m0 + 16 * sl)", "fa[sl]");
+    e_.Close();
   }
   EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
   e_.Close();
@@ -184,7 +243,7 @@ void TiledGenerator::EmitFlashStep() {
   std::string in_range = absl::StrCat(col, " < ", keys);
   if (b_.tile_ops[flash_.exp].mask.on()) {
     absl::StrAppend(&full, " && ", MaskKeeps(flash_.exp, "m0", absl::StrCat(col0, sn * 8 - 1)));
-    absl::StrAppend(&in_range, " && ", MaskKeeps(flash_.exp, "(m0 + g + 8 * (h >> 1))", col));
+    absl::StrAppend(&in_range, " && ", MaskKeeps(flash_.exp, "(m0 + 16 * sl + g + 8 * (h >> 1))", col));
   }
   // (`in_range` empty: every column is.)
   const auto by_fullness = [&](const std::function<void(const std::string& in_range)>& emit) {
@@ -195,42 +254,49 @@ void TiledGenerator::EmitFlashStep() {
     emit(in_range);
     e_.Close();
   };
-  e_.Line("float top[2] = {no_shift(), no_shift()};");
+  e_.Linef("float top[", slabs, "][2];");
+  for_slabs("top[sl][0] = top[sl][1] = no_shift();");
   by_fullness([&](const std::string& in_range) {
+    for_slabs("");
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
     e_.Line("#pragma unroll");
     e_.Linef("for (int h = 0; h < 4; ++h) ", in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "),
-             "top[h >> 1] = fmaxf(top[h >> 1], sc[v][h]);");
+             "top[sl][h >> 1] = fmaxf(top[sl][h >> 1], sc[sl][v][h]);");
+    e_.Close();
     e_.Close();
   });
-  e_.Line("float factor[2];");
+  e_.Linef("float factor[", slabs, "][2], shift_log2[", slabs, "][2];");
+  for_slabs("");
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Line("const float after = fmaxf(run_max[h], quad_reduce<true>(top[h]));");
-  e_.Line("factor[h] = shift_rescale(run_max[h], after);");
-  e_.Line("run_max[h] = after;");
-  e_.Line("run_sum[h] *= factor[h];");
+  e_.Line("const float after = fmaxf(run_max[sl][h], quad_reduce<true>(top[sl][h]));");
+  e_.Line("factor[sl][h] = shift_rescale(run_max[sl][h], after);");
+  e_.Line("run_max[sl][h] = after;");
+  e_.Line("run_sum[sl][h] *= factor[sl][h];");
+  e_.Line("shift_log2[sl][h] = log2_shift(after);");
   e_.Close();
   // Once a row's max settles its factor is 1: the warp skips the
   // products where none of its rows' maxes moved (a vote; the warp's lanes
   // all run the step).
-  e_.Open("if (__any_sync(0xffffffffu, factor[0] != 1.0f || factor[1] != 1.0f))");
+  e_.Open("if (__any_sync(0xffffffffu, factor[sl][0] != 1.0f || factor[sl][1] != 1.0f))");
   e_.Line("#pragma unroll");
   e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv,
-           "[v][h] *= factor[h >> 1];");
+           "[sl][v][h] *= factor[sl][h >> 1];");
+  e_.Close();
   e_.Close();
   // 3. P = exp(S - max), zero past the step's columns; the row sums.
-  e_.Line("const float shift_log2[2] = {log2_shift(run_max[0]), log2_shift(run_max[1])};");
   by_fullness([&](const std::string& in_range) {
+    for_slabs("");
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
     e_.Line("#pragma unroll");
     e_.Open("for (int h = 0; h < 4; ++h)");
-    const std::string exp = "stable_exp_log2(sc[v][h], shift_log2[h >> 1])";
+    const std::string exp = "stable_exp_log2(sc[sl][v][h], shift_log2[sl][h >> 1])";
     e_.Linef("const float pe = ", in_range.empty() ? exp : absl::StrCat(in_range, " ? ", exp, " : 0.0f"), ";");
-    e_.Line("sc[v][h] = pe;");
-    e_.Line("run_sum[h >> 1] += pe;");
+    e_.Line("sc[sl][v][h] = pe;");
+    e_.Line("run_sum[sl][h >> 1] += pe;");
+    e_.Close();
     e_.Close();
     e_.Close();
   });
@@ -238,16 +304,32 @@ void TiledGenerator::EmitFlashStep() {
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
-  e_.Line("unsigned fa[4];");
-  e_.Linef("fa[0] = ", pack, "(sc[2 * c][0], sc[2 * c][1]);");
-  e_.Linef("fa[1] = ", pack, "(sc[2 * c][2], sc[2 * c][3]);");
-  e_.Linef("fa[2] = ", pack, "(sc[2 * c + 1][0], sc[2 * c + 1][1]);");
-  e_.Linef("fa[3] = ", pack, "(sc[2 * c + 1][2], sc[2 * c + 1][3]);");
+  e_.Linef("unsigned fa[", slabs, "][4];");
+  for_slabs("");
+  e_.Linef("fa[sl][0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
+  e_.Linef("fa[sl][1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
+  e_.Linef("fa[sl][2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
+  e_.Linef("fa[sl][3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
+  e_.Close();
   e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
   EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), pv.n8s, "0", absl::StrCat("(", col0, "c * 16)"));
   e_.Close();
   CloseFlashWarps();
   e_.Close();
+}
+
+int64_t TiledGenerator::FlashSharedAFloats() const {
+  return flash_.a_shared ? b_.threads * flash_.warp_slabs * (matmuls_[flash_.scores].depth / 16) * 4 : 0;
+}
+
+std::string TiledGenerator::FlashSharedAIndex() const {
+  return absl::StrCat("((warp * ", flash_.warp_slabs, " + sl) * ", matmuls_[flash_.scores].depth / 16,
+                      " + c) * 32 + lane");
+}
+
+bool TiledGenerator::FlashAccumulator(int i) const {
+  if (flash_.pv < 0 || flash_.keys_split) return false;
+  return i == fused_into_[flash_.pv] || (flash_.sum >= 0 && i == fused_into_[flash_.sum]);
 }
 
 int64_t TiledGenerator::FlashColumns() const {
@@ -265,7 +347,8 @@ void TiledGenerator::OpenFlashWarps() {
     e_.Linef("const int m0 = warp % ", slabs, " * 16, kg = warp / ", slabs, ";  // the warp's slab and group");
     return;
   }
-  e_.Linef("const int m0 = ", flash_.keys_split ? "0" : "warp * 16", ";");
+  e_.Linef("const int m0 = ", flash_.keys_split ? "0" : absl::StrCat("warp * ", 16 * flash_.warp_slabs),
+           ";  // the warp's first row");
 }
 
 void TiledGenerator::CloseFlashWarps() {
@@ -292,12 +375,19 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   const TileOp& op = b_.tile_ops[mm];
   const MatmulPlan& plan = matmuls_[mm];
   const std::string mma = absl::StrCat("mma_", DTypeSuffix(op.dtype));
+  // Each B fragment into every slab's product.
+  const auto into_slabs = [&](const std::vector<std::string>& products) {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int sl = 0; sl < ", flash_.warp_slabs, "; ++sl)"));
+    for (const std::string& p : products) e_.Line(p);
+    e_.Close();
+  };
   e_.Line("#pragma unroll");
   // (B by rows, K stored as the cache holds it: a fragment per column of tiles.)
   if (!FlashPairsB(mm, count)) {
     e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; ++v)"));
     EmitMmaB(mm, absl::StrCat("(", first, " + v)"));
-    e_.Linef(mma, "(", acc, "[v], fa, fb);");
+    into_slabs({absl::StrCat(mma, "(", acc, "[sl][v], fa[sl], fb);")});
     e_.Close();
     return;
   }
@@ -315,8 +405,8 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
     EmitScaleB(mm, "(fb + 2)", absl::StrCat(first, " + v + 1"));
     e_.Close();
   }
-  e_.Linef(mma, "(", acc, "[v], fa, fb);");
-  e_.Linef(mma, "(", acc, "[v + 1], fa, fb + 2);");
+  into_slabs({absl::StrCat(mma, "(", acc, "[sl][v], fa[sl], fb);"),
+              absl::StrCat(mma, "(", acc, "[sl][v + 1], fa[sl], fb + 2);")});
   e_.Close();
 }
 
@@ -343,16 +433,16 @@ void TiledGenerator::EmitKeysSplitFlush() {
   DeclareMmaLane();
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Line("const float total = quad_reduce<false>(run_sum[h]);");
+  e_.Line("const float total = quad_reduce<false>(run_sum[0][h]);");
   e_.Line("const int r = g + 8 * h;");
   e_.Open("if ((lane & 3) == 0)");
-  e_.Linef(max_of("warp", "r"), " = run_max[h];");
+  e_.Linef(max_of("warp", "r"), " = run_max[0][h];");
   e_.Linef(sum_of("warp", "r"), " = total;");
   e_.Close();
   e_.Linef("if (r >= ", rows, ") continue;");
   e_.Line("#pragma unroll");
   e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int q = 0; q < 2; ++q) ", o_of("warp", "r", "v * 8 + t2 + q"),
-           " = o", flash_.pv, "[v][2 * h + q];");
+           " = o", flash_.pv, "[0][v][2 * h + q];");
   e_.Close();
   e_.Close();
   Sync();
@@ -394,19 +484,23 @@ void TiledGenerator::EmitFlashFlush() {
   OpenFlashWarps();
   if (flash_.groups > 1) e_.Open("if (kg == 0)");
   e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int sl = 0; sl < ", flash_.warp_slabs, "; ++sl)"));
+  e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Line("const float total = quad_reduce<false>(run_sum[h]);");
-  e_.Line("const int r = m0 + g + 8 * h;");
+  e_.Line("const float total = quad_reduce<false>(run_sum[sl][h]);");
+  e_.Line("const int r = m0 + 16 * sl + g + 8 * h;");
   e_.Linef("if (r >= ", pv.rows, ") continue;");
   e_.Line("#pragma unroll");
   e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int q = 0; q < 2; ++q) ", Buffer(out), "[r * ", pv.cols,
-           " + v * 8 + t2 + q] += o", flash_.pv, "[v][2 * h + q];");
+           " + v * 8 + t2 + q] = o", flash_.pv, "[sl][v][2 * h + q];");
   e_.Open("if ((lane & 3) == 0)");
   if (flash_.sum >= 0) {
     const TileInfo& sums = tiles_[fused_into_[flash_.sum]];
-    e_.Linef(Buffer(fused_into_[flash_.sum]), "[", RowMajor(Sizes(sums), RowCoords(sums, "r")), "] += total;");
+    e_.Linef(Buffer(fused_into_[flash_.sum]), "[", RowMajor(Sizes(sums), RowCoords(sums, "r")), "] = total;");
   }
-  e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")), "] = run_max[h];");
+  e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")),
+           "] = run_max[sl][h];");
+  e_.Close();
   e_.Close();
   e_.Close();
   if (flash_.groups > 1) e_.Close();
@@ -441,12 +535,12 @@ void TiledGenerator::EmitFlashGroupMerge() {
   e_.Linef("const int at = (warp - ", slabs, ") * 32 + lane;");
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Linef(field("h"), " = run_max[h];");
-  e_.Linef(field("2 + h"), " = run_sum[h];");
+  e_.Linef(field("h"), " = run_max[0][h];");
+  e_.Linef(field("2 + h"), " = run_sum[0][h];");
   e_.Close();
   e_.Line("#pragma unroll");
   e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) ", field("4 + v * 4 + h"), " = o",
-           flash_.pv, "[v][h];");
+           flash_.pv, "[0][v][h];");
   e_.Close();
   e_.Close();
   Sync();
@@ -459,15 +553,15 @@ void TiledGenerator::EmitFlashGroupMerge() {
   e_.Line("float mine[2], theirs[2];");
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Linef("const float other = ", field("h"), ", top = fmaxf(run_max[h], other);");
-  e_.Line("mine[h] = split_factor(run_max[h], top);");
+  e_.Linef("const float other = ", field("h"), ", top = fmaxf(run_max[0][h], other);");
+  e_.Line("mine[h] = split_factor(run_max[0][h], top);");
   e_.Line("theirs[h] = split_factor(other, top);");
-  e_.Linef("run_sum[h] = run_sum[h] * mine[h] + ", field("2 + h"), " * theirs[h];");
-  e_.Line("run_max[h] = top;");
+  e_.Linef("run_sum[0][h] = run_sum[0][h] * mine[h] + ", field("2 + h"), " * theirs[h];");
+  e_.Line("run_max[0][h] = top;");
   e_.Close();
   e_.Line("#pragma unroll");
-  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv, "[v][h] = o", flash_.pv,
-           "[v][h] * mine[h >> 1] + ", field("4 + v * 4 + h"), " * theirs[h >> 1];");
+  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv, "[0][v][h] = o",
+           flash_.pv, "[0][v][h] * mine[h >> 1] + ", field("4 + v * 4 + h"), " * theirs[h >> 1];");
   e_.Close();
   e_.Close();
   e_.Close();

@@ -464,6 +464,7 @@ absl::Status TiledGenerator::Generate() {
   for (size_t i = 0; i < n; ++i) {
     loop = loop || phase_[i] == Phase::kLoop;
     if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate || !needed_[i]) continue;
+    if (FlashAccumulator(static_cast<int>(i))) continue;  // EmitFlashFlush writes it whole
     Read(static_cast<int>(i), true);
     e_.Linef("// x", i, " = 0");
     OpenLinear(tiles_[i].elements());

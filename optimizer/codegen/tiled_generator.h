@@ -121,6 +121,10 @@ class TiledGenerator {
   // By tile: read by nothing but ops before the loop (the flash scores' A
   // included where its fragments are taken into registers before it).
   std::vector<bool> BeforeLoopOnly() const;
+  // An argument of elementwise op i that only i reads, with i's elements
+  // in i's layout (Q before its scale): i may be written over it, each
+  // thread reading each of its elements just before writing it. -1: none.
+  int InPlaceArgument(int i) const;
   void EmitOp(int i);
   // The ops of one phase, its input tiles first: their loads go out
   // together and one barrier covers them all.
@@ -488,8 +492,9 @@ class TiledGenerator {
   // Whether each warp's tiles of matmul i lie in one row of tiles (one A
   // fragment per k chunk serves them all).
   bool SharedA(int i) const;
-  // Declares `fa`, A's fragment of matmul i at rows m0 and k chunk c.
-  void EmitMmaA(int i);
+  // Declares `fa`, A's fragment of matmul i at rows `m0` and k chunk c;
+  // with `into`, writes that fragment (unsigned[4]) instead.
+  void EmitMmaA(int i, const std::string& m0 = "m0", const std::string& into = "");
   // `value`, an operand element of matmul i at the lane's k (chunk c, its
   // t2 plus `offset`), where that k is in range, else 0: a computed
   // operand's k tail may hold inf, and inf * 0 is NaN.
@@ -509,6 +514,13 @@ class TiledGenerator {
     // whole: each warp loads its fragments into registers once, not at
     // every step (FlashAttention's Q in registers).
     bool a_registers = false;
+    // The same, where two slabs' fragments would take too many registers
+    // (head dim past 64): packed once before the loop into shared memory
+    // at `a_offset` (floats), [warp][slab][k chunk][lane], each lane's
+    // four words one 16-byte read a step (FlashAttention-2's Q in shared
+    // memory, without the ldmatrix's address math).
+    bool a_shared = false;
+    int64_t a_offset = -1;
     // One slab of rows (decode), the step's keys shared out: warp w takes
     // keys 16w..16w+15 with its own running max, row sum and P@V sums,
     // and the warps' parts are combined after the loop (FlashDecoding
@@ -520,9 +532,15 @@ class TiledGenerator {
     // its slab; after the loop the other groups' registers are brought to
     // group 0's through the scratch (EmitFlashGroupMerge). 1: no groups.
     int64_t groups = 1;
+    // Slabs of 16 rows a warp owns: 2 where the query tile has two slabs
+    // for each warp (FlashAttention-2's 32 rows a warp), so that each of
+    // B's fragments feeds two products; else 1. The registers (sc, o, the
+    // running max and sum) have the slab as their first index.
+    int64_t warp_slabs = 1;
   };
-  // One k chunk of flash product mm into the fragments `acc`[v] for
-  // `count` columns of tiles from column `first` (A in `fa`): B's
+  // One k chunk of flash product mm into the fragments `acc`[sl][v] of
+  // each of the warp's slabs sl, for `count` columns of tiles from column
+  // `first` (A in `fa`[sl]): B's
   // fragments two columns of tiles per ldmatrix from the ring, its rows
   // from `k_rows` (a multiple of 16; the lane adds its own).
   void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
@@ -547,6 +565,14 @@ class TiledGenerator {
   void EmitFlashGroupMerge();
   // The scratch floats EmitFlashGroupMerge takes.
   int64_t FlashGroupScratch() const;
+  // The floats of FlashPlan::a_shared's fragments.
+  int64_t FlashSharedAFloats() const;
+  // Where the lane's words of slab `sl` and k chunk `c` lie among them.
+  std::string FlashSharedAIndex() const;
+  // Whether tile i is the flash path's O or row-sum accumulator, which
+  // its flush writes whole after the loop (no zeros before it): it may
+  // lie in the ring's space.
+  bool FlashAccumulator(int i) const;
   // Whether warps past the query tile's slabs idle in the flash code (rows
   // owned by warps, fewer slabs than warps, no groups); Open declares the
   // warp's first row `m0` inside that guard (and with groups, the warp's

@@ -46,6 +46,23 @@ absl::Status TiledGenerator::Plan() {
   return absl::OkStatus();
 }
 
+int TiledGenerator::InPlaceArgument(int i) const {
+  const TileOp& op = b_.tile_ops[i];
+  if ((op.kind != TileOp::Kind::kUnary && op.kind != TileOp::Kind::kBinary) || epilogue_of_[i] >= 0) return -1;
+  for (const int a : op.args) {
+    const TileOp::Kind kind = b_.tile_ops[a].kind;
+    if (kind == TileOp::Kind::kConstant || Sizes(tiles_[a]) != Sizes(tiles_[i])) continue;
+    if (tiles_[a].padded_floats() != tiles_[i].padded_floats()) continue;
+    int readers = 0;
+    for (const TileOp& other : b_.tile_ops) {
+      readers += static_cast<int>(std::count(other.args.begin(), other.args.end(), a)) + (other.rescale == a);
+    }
+    for (const ugraph::OutputSaver& o : b_.outputs) readers += o.value == a;
+    if (readers == 1) return a;
+  }
+  return -1;
+}
+
 std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
   const size_t n = b_.tile_ops.size();
   std::vector<bool> only(n, false);
@@ -53,8 +70,9 @@ std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
   for (size_t i = 0; i < n; ++i) {
     const TileOp& op = b_.tile_ops[i];
     for (size_t k = 0; k < op.args.size(); ++k) {
-      // The flash scores' A taken into registers before the loop (DeclareFlash).
-      const bool in_registers = static_cast<int>(i) == flash_.scores && k == 0 && flash_.a_registers;
+      // The flash scores' A taken into registers (or packed) before the loop (DeclareFlash).
+      const bool in_registers =
+          static_cast<int>(i) == flash_.scores && k == 0 && (flash_.a_registers || flash_.a_shared);
       only[op.args[k]] = only[op.args[k]] && (phase_[i] == Phase::kBefore || in_registers);
     }
     if (op.rescale >= 0) only[op.rescale] = false;
@@ -156,6 +174,12 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   PlanDirect(uses);
   PlanStepMma(uses);
   PlanFlash(uses);
+  for (size_t i = 0; i < n; ++i) {
+    if (matmuls_[i].direct && matmuls_[i].per_warp > 16 && static_cast<int>(i) != flash_.pv) {
+      return absl::UnimplementedError(
+          absl::StrCat("codegen: x", i, " takes two slabs of rows a warp, which only the flash path runs"));
+    }
+  }
   ShareRings();
   PlanFlushScratch();
   PlanNeeded();
@@ -181,13 +205,15 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
       in_ring_space.push_back(static_cast<int>(i));
       continue;
     }
-    if (stages_ > 0 && phase_[i] == Phase::kAfter) {
+    if (stages_ > 0 && (phase_[i] == Phase::kAfter || FlashAccumulator(static_cast<int>(i)))) {
       after_in_ring_space.push_back(static_cast<int>(i));
       continue;
     }
     offsets_[i] = buffers_;
     buffers_ += tiles_[i].padded_floats();
   }
+  flash_.a_offset = flash_.a_shared ? buffers_ : -1;
+  buffers_ += FlashSharedAFloats();
   PlanShifts();
   const int64_t limit = ugraph::DeviceLimits().max_shared_memory_per_block;
   if (4 * buffers_ > limit) {
@@ -214,6 +240,12 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
     }
     int64_t before = start, after = start;
     for (int i : in_ring_space) {
+      const int same = InPlaceArgument(i);
+      if (same >= 0 && std::find(in_ring_space.begin(), in_ring_space.end(), same) != in_ring_space.end() &&
+          offsets_[same] >= 0) {
+        offsets_[i] = offsets_[same];
+        continue;
+      }
       offsets_[i] = before;
       before += tiles_[i].padded_floats();
     }

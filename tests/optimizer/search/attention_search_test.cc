@@ -651,11 +651,11 @@ TEST(AttentionSearch, CausalBlocksRunLongestFirst) {
     }
     if (code.find("in registers (no barrier)") == std::string::npos) continue;
     ++flash;
+    EXPECT_THAT(code, ::testing::HasSubstr("shift_log2[sl][h] = log2_shift(after);"));
+    EXPECT_THAT(code, ::testing::HasSubstr("stable_exp_log2(sc[sl][v][h], shift_log2[sl][h >> 1])"));
+    EXPECT_EQ(code.find("stable_exp(sc["), std::string::npos);
     EXPECT_THAT(code,
-                ::testing::HasSubstr("const float shift_log2[2] = {log2_shift(run_max[0]), log2_shift(run_max[1])};"));
-    EXPECT_THAT(code, ::testing::HasSubstr("stable_exp_log2(sc[v][h], shift_log2[h >> 1])"));
-    EXPECT_EQ(code.find("stable_exp(sc[v][h]"), std::string::npos);
-    EXPECT_THAT(code, ::testing::HasSubstr("if (__any_sync(0xffffffffu, factor[0] != 1.0f || factor[1] != 1.0f)) {"));
+                ::testing::HasSubstr("if (__any_sync(0xffffffffu, factor[sl][0] != 1.0f || factor[sl][1] != 1.0f)) {"));
     if (nvrtc.ok() && flash <= 2) ExpectCompilesForHopper(**nvrtc, source);
   }
   EXPECT_GE(causal, 4);
@@ -731,10 +731,11 @@ TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
   }
   EXPECT_GE(grouped, 1);
   EXPECT_GE(owned, 1);
-  // Head dim 128, 64 query rows, 128 keys a step, 8 warps, no split: the
-  // merge's scratch would leave no ring that fits in shared memory, so the
-  // warps past the slabs idle instead of the schedule failing.
-  const FusedCase wide = AttentionCase(2, 256, 128, 4096);
+  // QK-norm at head dim 128, 64 query rows, 128 keys a step, 8 warps, no
+  // split: the merge's scratch would leave no ring that fits in shared
+  // memory beside QK-norm's tiles, so the warps past the slabs idle
+  // instead of the schedule failing.
+  const FusedCase wide = QkNormAttentionCase(2, 256, 128, 4096);
   int idle = 0;
   for (const auto& [s, graph, source] : VariantKernels(wide)) {
     bool shape = s.threads == 256 && s.loop_split == 1;
@@ -750,6 +751,48 @@ TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
     ++idle;
   }
   EXPECT_EQ(idle, 1);
+}
+
+// Query tiles with two slabs of 16 rows for each warp (128 rows, 4 warps:
+// FlashAttention-2's layout): each warp keeps 32 rows of S, P and O in
+// registers, each of K's and V's fragments feeds both slabs' products, and
+// the step takes only the ring's barrier. Q's fragments stay in registers
+// at head dim 64; at 128 (the causal case, each slab's rows masked) they
+// are packed into shared memory before the loop. The kernels compile.
+TEST(AttentionSearch, TwoSlabsAWarpShareEachBFragment) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  int compiled = 0;
+  for (const bool causal : {false, true}) {
+    const FusedCase c = causal ? CausalAttentionCase(2, 4, 4096, 128, 4096) : AttentionCase(2, 256, 64, 4096);
+    int two = 0, two_blocks = 0;
+    for (const auto& [s, graph, source] : VariantKernels(c)) {
+      const std::string& code = source.source;
+      if (code.find("each warp 32 rows") == std::string::npos) continue;
+      ++two;
+      EXPECT_EQ(s.threads, 128) << s.ToString(c.region);
+      EXPECT_EQ(source.mma_warps, 4) << s.ToString(c.region);
+      EXPECT_EQ(source.step_threads, 128) << s.ToString(c.region);
+      EXPECT_EQ(source.step_barriers, 1) << s.ToString(c.region);
+      EXPECT_EQ(source.flash_groups, 1) << s.ToString(c.region);
+      EXPECT_THAT(code, ::testing::HasSubstr("const int m0 = warp * 32;"));
+      EXPECT_THAT(code, ::testing::ContainsRegex("float sc\\[2\\]\\[[0-9]+\\]\\[4\\] = \\{\\};"));
+      EXPECT_THAT(code, ::testing::ContainsRegex("float o[0-9]+\\[2\\]\\[[0-9]+\\]\\[4\\] = \\{\\};"));
+      EXPECT_THAT(code, ::testing::ContainsRegex("mma_(f16|bf16)\\(o[0-9]+\\[sl\\]\\[v\\], fa\\[sl\\], fb\\);"));
+      EXPECT_THAT(code, ::testing::HasSubstr("const int r = m0 + 16 * sl + g + 8 * h;"));
+      if (!causal) {
+        EXPECT_THAT(code, ::testing::HasSubstr("unsigned qa[2][4][4];"));
+      } else {
+        EXPECT_THAT(code, ::testing::HasSubstr("qa[((warp * 2 + sl) * 8 + c) * 32 + lane] = make_uint4("));
+        EXPECT_THAT(code, ::testing::HasSubstr("const uint4 q = qa[((warp * 2 + sl) * 8 + c) * 32 + lane];"));
+        EXPECT_THAT(code, ::testing::HasSubstr("(m0 + 16 * sl + g + 8 * (h >> 1))"));
+        // Two blocks an SM at 32 keys a step: scaled Q over Q, both and O in the ring's space.
+        two_blocks += code.find("__launch_bounds__(128, 2)") != std::string::npos;
+      }
+      if (nvrtc.ok() && compiled++ < 3) ExpectCompilesForHopper(**nvrtc, source);
+    }
+    EXPECT_GE(two, 1) << c.region.ToString();
+    if (causal) EXPECT_GE(two_blocks, 1);
+  }
 }
 
 }  // namespace

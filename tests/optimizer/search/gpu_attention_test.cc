@@ -139,6 +139,34 @@ TEST(GpuAttention, QkNormMatchesTheCpu) {
   EXPECT_GE(runs.scaled_b, 6) << "f16 scores reading K from the ring, each key times its rsqrt";
 }
 
+// The first, middle and last variant of the case's chosen schedule whose
+// kernel `wanted` picks, each run against the CPU reference; how many ran.
+int RunPickedVariants(CudaExecutor& executor, const FusedCase& c, double tolerance,
+                      const std::function<bool(const codegen::KernelSource&)>& wanted) {
+  SearchOptions options;
+  options.budget_seconds = 8;
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  EXPECT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  if (!r.candidate) return 0;
+  std::vector<std::pair<Schedule, ugraph::KernelGraph>> found;
+  for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
+    Candidate candidate = *r.candidate;
+    candidate.schedule = s;
+    absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
+    if (!graph.ok() || !ugraph::Validate(*graph).ok()) continue;
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
+    if (source.ok() && wanted(*source)) found.emplace_back(s, *std::move(graph));
+  }
+  if (found.empty()) return 0;
+  int ran = 0;
+  for (const size_t i : std::set<size_t>{0, found.size() / 2, found.size() - 1}) {
+    ++ran;
+    EXPECT_EQ(RunAgainstReference(executor, c, found[i].second, tolerance), 0)
+        << found[i].first.ToString(c.region) << "\n" << ugraph::ToText(found[i].second);
+  }
+  return ran;
+}
+
 // Schedules whose warps come in groups that share out each step's keys
 // (query tiles with fewer slabs of 16 rows than warps, no SM given a second
 // block): the first, middle and last such variant of the chosen schedule,
@@ -155,29 +183,38 @@ TEST(GpuAttention, GroupsOfWarpsSharingTheKeysMatchTheCpu) {
                                           << (qknorm ? " qk-norm" : ""));
         const FusedCase c =
             qknorm ? QkNormAttentionCase(b, q, d, keys, dtype) : AttentionCase(b, q, d, keys, dtype);
-        SearchOptions options;
-        options.budget_seconds = 8;
-        SearchResult r = ValueOrFail(Superoptimize(c.region, options));
-        ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-        std::vector<std::pair<Schedule, ugraph::KernelGraph>> found;
-        for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
-          Candidate candidate = *r.candidate;
-          candidate.schedule = s;
-          absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
-          if (!graph.ok() || !ugraph::Validate(*graph).ok()) continue;
-          absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
-          if (source.ok() && source->flash_groups > 1) found.emplace_back(s, *std::move(graph));
-        }
-        if (found.empty()) continue;
-        for (const size_t i : std::set<size_t>{0, found.size() / 2, found.size() - 1}) {
-          ++grouped;
-          EXPECT_EQ(RunAgainstReference(*executor, c, found[i].second, dtype == DType::kBF16 ? 2e-2 : 1e-2), 0)
-              << found[i].first.ToString(c.region) << "\n" << ugraph::ToText(found[i].second);
-        }
+        grouped += RunPickedVariants(*executor, c, dtype == DType::kBF16 ? 2e-2 : 1e-2,
+                                     [](const codegen::KernelSource& k) { return k.flash_groups > 1; });
       }
     }
   }
   EXPECT_GE(grouped, 24);
+}
+
+// Query tiles of two slabs of 16 rows for each warp (FlashAttention-2's
+// 32 rows a warp: 128-row tiles, 4 warps), with tails of rows and keys:
+// plain, QK-norm and causal attention, head dims 64 (Q's fragments in
+// registers) and 128, f16 and bf16.
+TEST(GpuAttention, TwoSlabsAWarpMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  const auto two_slabs = [](const codegen::KernelSource& k) {
+    return k.source.find("each warp 32 rows") != std::string::npos;
+  };
+  int ran = 0;
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const double tolerance = dtype == DType::kBF16 ? 2e-2 : 1e-2;
+    for (const FusedCase& c :
+         {AttentionCase(2, 127, 64, 513, dtype), AttentionCase(1, 200, 128, 300, dtype),
+          QkNormAttentionCase(2, 127, 64, 1000, dtype), CausalAttentionCase(2, 4, 200, 64, 256, dtype),
+          CausalAttentionCase(1, 4, 127, 128, 513, dtype)}) {
+      SCOPED_TRACE(::testing::Message() << c.region.ToString() << " " << DTypeName(dtype));
+      const int n = RunPickedVariants(*executor, c, tolerance, two_slabs);
+      EXPECT_GE(n, 1);
+      ran += n;
+    }
+  }
+  EXPECT_GE(ran, 10);
 }
 
 // K stored by rows (K^T a transposed view): its tiles load as vectors along
