@@ -18,9 +18,11 @@
 // takes only the ring's barrier. Where the tile has two slabs for each
 // warp, warp w keeps rows 32w..32w+31 (FlashAttention-2's layout): each
 // of K's and V's fragments, read from shared memory once, feeds two
-// products, and the two slabs' chains of work interleave. After the loop the registers go to the
-// accumulators' tiles and the shift rows, and what follows (the split
-// combine, the division, the stores) is the generic code's.
+// products, and the two slabs' chains of work interleave. After the loop
+// the registers go to the accumulators' tiles (written whole: no zeros
+// before the loop, and they may lie in the ring's space) and the shift
+// rows, and what follows (the split combine, the division, the stores) is
+// the generic code's.
 //
 // The numbers are the generic form's: S in f32, the running max and its
 // factor from the same helpers (tiles/math.cuh), P rounded to the
@@ -137,9 +139,9 @@ void TiledGenerator::DeclareFlash() {
            "'s accumulator fragments: this warp's ", 16 * slabs, " rows");
   e_.Linef("float run_max[", slabs, "][2], run_sum[", slabs, "][2];  // x", flash_.exp,
            "'s: rows g and g + 8 of each slab");
-  e_.Line("#pragma unroll");
-  e_.Linef("for (int sl = 0; sl < ", slabs,
-           "; ++sl) for (int h = 0; h < 2; ++h) run_max[sl][h] = no_shift(), run_sum[sl][h] = 0.0f;");
+  OpenFlashSlabs();
+  e_.Line("for (int h = 0; h < 2; ++h) run_max[sl][h] = no_shift(), run_sum[sl][h] = 0.0f;");
+  e_.Close();
   if (!flash_.a_registers && !flash_.a_shared) return;
   const MatmulPlan& s = matmuls_[flash_.scores];
   const int a = b_.tile_ops[flash_.scores].args[0];
@@ -155,8 +157,7 @@ void TiledGenerator::DeclareFlash() {
   e_.Open("");
   DeclareMmaLane();
   OpenFlashWarps();
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int sl = 0; sl < ", slabs, "; ++sl)"));
+  OpenFlashSlabs();
   if (flash_.a_registers) {
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
@@ -197,17 +198,6 @@ void TiledGenerator::EmitFlashStep() {
   DeclareMmaLane();
   const std::string first = split ? "2 * warp" : groups > 1 ? absl::StrCat("kg * ", sn) : "0";
   const std::string col0 = split ? "warp * 16 + " : groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ") : "";
-  // A loop over the warp's slabs (sl), fully unrolled so that the arrays
-  // stay in registers; without a body, it opens the loop's block.
-  const auto for_slabs = [&](const std::string& body) {
-    e_.Line("#pragma unroll");
-    const std::string loop = absl::StrCat("for (int sl = 0; sl < ", slabs, "; ++sl)");
-    if (body.empty()) {
-      e_.Open(loop);
-    } else {
-      e_.Linef(loop, " ", body);
-    }
-  };
   OpenFlashWarps();
   DeclareFlashOffsets(flash_.scores, sn, first);
   DeclareFlashOffsets(flash_.pv, pv.n8s, "0");
@@ -219,14 +209,16 @@ void TiledGenerator::EmitFlashStep() {
   e_.Line("const int k = c * 16 + (lane & 15);");
   e_.Linef("unsigned fa[", slabs, "][4];");
   if (flash_.a_registers) {
-    for_slabs("for (int h = 0; h < 4; ++h) fa[sl][h] = qa[sl][c][h];");
+    OpenFlashSlabs();
+    e_.Line("for (int h = 0; h < 4; ++h) fa[sl][h] = qa[sl][c][h];");
+    e_.Close();
   } else if (flash_.a_shared) {
-    for_slabs("");
+    OpenFlashSlabs();
     e_.Linef("const uint4 q = qa[", FlashSharedAIndex(), "];");
     e_.Line("fa[sl][0] = q.x, fa[sl][1] = q.y, fa[sl][2] = q.z, fa[sl][3] = q.w;");
     e_.Close();
   } else {
-    for_slabs("");
+    OpenFlashSlabs();
     EmitMmaA(flash_.scores, "(m0 + 16 * sl)", "fa[sl]");
     e_.Close();
   }
@@ -255,9 +247,11 @@ void TiledGenerator::EmitFlashStep() {
     e_.Close();
   };
   e_.Linef("float top[", slabs, "][2];");
-  for_slabs("top[sl][0] = top[sl][1] = no_shift();");
+  OpenFlashSlabs();
+  e_.Line("top[sl][0] = top[sl][1] = no_shift();");
+  e_.Close();
   by_fullness([&](const std::string& in_range) {
-    for_slabs("");
+    OpenFlashSlabs();
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
     e_.Line("#pragma unroll");
@@ -267,7 +261,7 @@ void TiledGenerator::EmitFlashStep() {
     e_.Close();
   });
   e_.Linef("float factor[", slabs, "][2], shift_log2[", slabs, "][2];");
-  for_slabs("");
+  OpenFlashSlabs();
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
   e_.Line("const float after = fmaxf(run_max[sl][h], quad_reduce<true>(top[sl][h]));");
@@ -287,7 +281,7 @@ void TiledGenerator::EmitFlashStep() {
   e_.Close();
   // 3. P = exp(S - max), zero past the step's columns; the row sums.
   by_fullness([&](const std::string& in_range) {
-    for_slabs("");
+    OpenFlashSlabs();
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
     e_.Line("#pragma unroll");
@@ -305,7 +299,7 @@ void TiledGenerator::EmitFlashStep() {
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
   e_.Linef("unsigned fa[", slabs, "][4];");
-  for_slabs("");
+  OpenFlashSlabs();
   e_.Linef("fa[sl][0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
   e_.Linef("fa[sl][1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
   e_.Linef("fa[sl][2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
@@ -316,6 +310,11 @@ void TiledGenerator::EmitFlashStep() {
   e_.Close();
   CloseFlashWarps();
   e_.Close();
+}
+
+void TiledGenerator::OpenFlashSlabs() {
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int sl = 0; sl < ", flash_.warp_slabs, "; ++sl)"));
 }
 
 int64_t TiledGenerator::FlashSharedAFloats() const {
@@ -377,8 +376,7 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   const std::string mma = absl::StrCat("mma_", DTypeSuffix(op.dtype));
   // Each B fragment into every slab's product.
   const auto into_slabs = [&](const std::vector<std::string>& products) {
-    e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int sl = 0; sl < ", flash_.warp_slabs, "; ++sl)"));
+    OpenFlashSlabs();
     for (const std::string& p : products) e_.Line(p);
     e_.Close();
   };
@@ -483,8 +481,7 @@ void TiledGenerator::EmitFlashFlush() {
   DeclareMmaLane();
   OpenFlashWarps();
   if (flash_.groups > 1) e_.Open("if (kg == 0)");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int sl = 0; sl < ", flash_.warp_slabs, "; ++sl)"));
+  OpenFlashSlabs();
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
   e_.Line("const float total = quad_reduce<false>(run_sum[sl][h]);");

@@ -565,6 +565,9 @@ class TiledGenerator {
   void EmitFlashGroupMerge();
   // The scratch floats EmitFlashGroupMerge takes.
   int64_t FlashGroupScratch() const;
+  // Opens the loop over the warp's slabs (`sl`), fully unrolled so that
+  // the flash registers indexed by it stay registers.
+  void OpenFlashSlabs();
   // The floats of FlashPlan::a_shared's fragments.
   int64_t FlashSharedAFloats() const;
   // Where the lane's words of slab `sl` and k chunk `c` lie among them.
