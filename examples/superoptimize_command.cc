@@ -63,7 +63,7 @@ search::SearchOptions Options(const search::FusedCase& c, const std::string& cac
   if (gpu) {
     options.arch = GetCudaExecutor()->context().info().arch();
     options.time_graph = [](const ugraph::KernelGraph& g) { return TimeGraph(g, 10); };
-    options.precompile = [](const std::vector<const ugraph::KernelGraph*>& g) { GetCudaExecutor()->Precompile(g); };
+    options.start_compile = [](const ugraph::KernelGraph& g) { return GetCudaExecutor()->CompileInBackground(g); };
     options.time_default = [&c]() -> absl::StatusOr<double> {
       absl::StatusOr<ugraph::KernelGraph> g = DefaultGraph(c);
       if (!g.ok()) return g.status();

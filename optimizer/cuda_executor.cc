@@ -88,6 +88,7 @@ CudaExecutor::CudaExecutor(jit::CudaContext& context, std::unique_ptr<jit::Kerne
                            std::shared_ptr<Storage> error_word)
     : context_(context),
       kernel_cache_(std::move(kernel_cache)),
+      compile_pool_(*kernel_cache_),
       modules_(context),
       error_word_(std::move(error_word)) {}
 
@@ -197,9 +198,8 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor:
   }
   // A graph's kernels compile at once, not one by one (a default lowering
   // has a kernel per op: the first call waited for each in turn).
-  if (assembled.size() > 1) CompileAll(assembled);
-  jit::CompileOptions compile;
-  compile.arch = context_.info().arch();
+  const jit::CompileOptions compile = CompileFlags();
+  if (assembled.size() > 1) compile_pool_.Submit(assembled, compile).wait();
   for (size_t k = 0; k < compiled->graph.kernels.size(); ++k) {
     codegen::KernelSource& source = sources[k];
     absl::StatusOr<jit::CachedKernel> cubin = kernel_cache_->GetOrCompile(assembled[k], compile);
@@ -330,32 +330,19 @@ absl::StatusOr<uint64_t> CudaExecutor::Workspace(std::shared_ptr<Storage>& buffe
   return reinterpret_cast<uint64_t>(buffer->data());
 }
 
-void CudaExecutor::Precompile(const std::vector<const ugraph::KernelGraph*>& graphs) {
-  std::vector<std::string> sources;
-  for (const ugraph::KernelGraph* graph : graphs) {
-    for (size_t k = 0; k < graph->kernels.size(); ++k) {
-      absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, static_cast<int>(k));
-      if (source.ok()) sources.push_back(codegen::AssembleSource(source->source));
-    }
-  }
-  CompileAll(sources);
-}
-
-void CudaExecutor::CompileAll(std::vector<std::string> sources) {
-  std::sort(sources.begin(), sources.end());
-  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+jit::CompileOptions CudaExecutor::CompileFlags() const {
   jit::CompileOptions compile;
   compile.arch = context_.info().arch();
-  // As many threads as cores: each NVRTC compile holds its own memory.
-  const size_t threads = std::min<size_t>(sources.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> workers;
-  for (size_t w = 0; w < threads; ++w) {
-    workers.emplace_back([&] {
-      for (size_t i = next++; i < sources.size(); i = next++) (void)kernel_cache_->GetOrCompile(sources[i], compile);
-    });
+  return compile;
+}
+
+std::shared_future<void> CudaExecutor::CompileInBackground(const ugraph::KernelGraph& graph) {
+  std::vector<std::string> sources;
+  for (size_t k = 0; k < graph.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, static_cast<int>(k));
+    if (source.ok()) sources.push_back(codegen::AssembleSource(source->source));
   }
-  for (std::thread& w : workers) w.join();
+  return compile_pool_.Submit(std::move(sources), CompileFlags());
 }
 
 void CudaExecutor::ResetStats() {

@@ -8,12 +8,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "jit/compile_pool.h"
 #include "jit/cuda_context.h"
 #include "jit/kernel_cache.h"
 #include "jit/module_cache.h"
@@ -61,10 +63,11 @@ class CudaExecutor : public Executor {
   ugraph::DeviceLimits limits() const;
   // Validates, generates and compiles (through the kernel cache) every kernel.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> Compile(ugraph::KernelGraph graph);
-  // Compiles the kernels of `graphs` on parallel threads into the kernel
-  // cache (NVRTC programs compile independently), so that Compile() finds
-  // them there. Errors are left for Compile() to report.
-  void Precompile(const std::vector<const ugraph::KernelGraph*>& graphs);
+  // Starts compiling the kernels of `graph` on the executor's compile
+  // threads into the kernel cache, so that Compile() finds them there; the
+  // future is ready once they are done. Errors are left for Compile() to
+  // report. Compiles not waited for finish in the background.
+  std::shared_future<void> CompileInBackground(const ugraph::KernelGraph& graph);
   // Queues every kernel on `buffers` (by DTensor id); returns the launches.
   absl::StatusOr<int64_t> Launch(const CompiledGraph& compiled, const std::vector<TensorData>& buffers,
                                  const Bindings& bindings);
@@ -93,13 +96,13 @@ class CudaExecutor : public Executor {
                                                         int* fused);
   // Compile() for a graph already validated against limits().
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> CompileValid(ugraph::KernelGraph graph);
-  // Compiles assembled kernel sources into the kernel cache on parallel
-  // threads, each distinct source once; errors are left for a later
-  // GetOrCompile to report.
-  void CompileAll(std::vector<std::string> sources);
+  jit::CompileOptions CompileFlags() const;
 
   jit::CudaContext& context_;
   std::unique_ptr<jit::KernelCache> kernel_cache_;
+  // Compiles into kernel_cache_; declared after it, so it stops (finishing
+  // the compiles under way) before the cache goes.
+  jit::CompilePool compile_pool_;
   jit::ModuleCache modules_;
   // `buffer` (workspace_ or counters_), at least `bytes` long: grown, and
   // zeroed, when it is not.

@@ -146,7 +146,7 @@ std::vector<lowering::FusedRegion> SearchTrace(const Trace& trace, CudaExecutor&
     search::SearchOptions opts = options.search;
     opts.arch = executor.context().info().arch();
     opts.time_graph = [&](const ugraph::KernelGraph& g) { return TimeGraph(executor, g, bindings); };
-    opts.precompile = [&](const std::vector<const ugraph::KernelGraph*>& g) { executor.Precompile(g); };
+    opts.start_compile = [&](const ugraph::KernelGraph& g) { return executor.CompileInBackground(g); };
     opts.time_default = [&]() { return TimeDefault(executor, r, bindings); };
     absl::StatusOr<search::SearchResult> result = search::Superoptimize(r, opts);
     if (options.log) {

@@ -230,11 +230,16 @@ bool TiledGenerator::PlanMma(int i, bool step) {
   // that for two slabs (32 rows a warp, the flash path's alone: Plan).
   const bool attention_rows = b_.tile_ops[a].kind == TileOp::Kind::kStableExp && n8s <= 16 &&
                               (tiles / warps == n8s || tiles / warps == 2 * n8s);
-  // Attention's scores (a step's product a stable exp reads): 64 too, two
-  // slabs of 64 keys a warp (the flash path's 32 rows a warp).
-  const bool scores = step && std::any_of(b_.tile_ops.begin(), b_.tile_ops.end(), [&](const TileOp& r) {
-    return r.kind == TileOp::Kind::kStableExp && r.args[0] == i;
-  });
+  // Attention's scores (a step's product a stable exp reads): 64 too where
+  // each warp takes two slabs of 64 keys (the flash path's 32 rows a warp).
+  // Not one slab of 128 keys: its K fragments alone would take 128
+  // registers a thread, and on the H100 such kernels spilled at 255, took
+  // 2-6 s to compile, and ran slower than 64 keys a step wherever timed
+  // (gqa_bs1 12.1 against 11.2 us, gqa_bs8 43.7 against 28.2).
+  const bool scores = step && m16s == 2 * warps &&
+                      std::any_of(b_.tile_ops.begin(), b_.tile_ops.end(), [&](const TileOp& r) {
+                        return r.kind == TileOp::Kind::kStableExp && r.args[0] == i;
+                      });
   if (!attention_rows && tiles / warps > (scores ? 16 : 8)) return false;
   MatmulPlan& plan = matmuls_[i];
   plan.n8s = n8s;

@@ -250,9 +250,11 @@ std::string SearchReport::ToString() const {
                     "); complete ", complete, " (duplicates ", duplicates, "); verified ", verified, ", rejected ",
                     rejected, " (float ", float_rejected, "); schedule variants ", variants, "; timed ", timed,
                     time_failed ? absl::StrCat(" (", time_failed, " failed: ", time_error, ")") : "",
+                    compile_late ? absl::StrCat("; ", compile_late, " still compiling at the budget's end") : "",
                     out_of_time ? "; OUT OF TIME" : "", "\n");
     absl::StrAppend(&out, "time: search ", search_s * 1e3, " ms, verify ", verify_s * 1e3, " ms, compile+time ",
-                    time_s * 1e3, " ms, total ", total_s * 1e3, " ms; z3 queries ", z3_queries, " (cache hits ",
+                    time_s * 1e3, " ms (waiting for compiles ", compile_wait_s * 1e3, " ms, for the default lowering ",
+                    default_wait_s * 1e3, " ms), total ", total_s * 1e3, " ms; z3 queries ", z3_queries, " (cache hits ",
                     z3_cache_hits, "), in z3 ", z3_s * 1e3, " ms\n");
     for (const TimedCandidate& t : timings) {
       absl::StrAppend(&out, "  timed ", t.schedule, ": estimated ", t.estimated_us, " us, measured ", t.measured_us,
@@ -397,6 +399,11 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   std::vector<char> float_failed(top, 0);
   int best = -1;
   std::optional<double> best_us;
+  // The budget's end: compiles not done by then are not waited for, once
+  // one candidate is timed (a region's kernels differ in compile time by
+  // 10x: 0.4-5 s of NVRTC for attention's).
+  const Clock::time_point deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.budget_seconds));
   // The first candidates that passed and run, each timed once; then again
   // in further rounds in turn: a candidate's time is its best round, so one
   // that happened to run while the GPU's clocks were still rising is not
@@ -405,16 +412,17 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   std::vector<double> measured;
   double time_s = 0;
   for (int next = 0; next < top && best < 0 && static_cast<int>(timed.size()) < wanted;) {
+    if (!timed.empty() && Clock::now() >= deadline) {
+      report.out_of_time = true;
+      break;
+    }
     const int batch = std::min(top - next, wanted - static_cast<int>(timed.size()));
     // The batch compiles while it is checked (NVRTC and the checks both on
     // the CPU; one that fails is rare, and its compile is all that is lost).
-    std::thread compiler;
-    if (options.time_graph && options.precompile) {
-      std::vector<const ugraph::KernelGraph*> compile;
-      for (int i = next; i < next + batch; ++i) compile.push_back(&ranked[i].graph);
-      compiler = std::thread([&options, compile] { options.precompile(compile); });
+    std::vector<std::shared_future<void>> compiling(batch);
+    if (options.time_graph && options.start_compile) {
+      for (int b = 0; b < batch; ++b) compiling[b] = options.start_compile(ranked[next + b].graph);
     }
-    const JoinOnExit join_compiler{compiler};
     ParallelFor(batch, threads, [&](int b) {
       const int i = next + b;
       absl::StatusOr<bool> v = VerifyOverFiniteFields(region, ranked[i].candidate, options.verify_tests,
@@ -425,15 +433,32 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
       float_failed[i] = f.ok() && !f->passed;
     });
     const Clock::time_point time_start = Clock::now();
-    if (compiler.joinable()) compiler.join();
     if (default_timer.joinable()) default_timer.join();
-    for (int i = next; i < next + batch; ++i) {
-      report.float_rejected += float_failed[i];
-      if (!passed[i] || best >= 0) continue;
-      if (!options.time_graph) {
-        best = i;
+    report.default_wait_s += Seconds(time_start);
+    std::vector<int> waiting;  // by b, in the cost model's order
+    for (int b = 0; b < batch; ++b) {
+      report.float_rejected += float_failed[next + b];
+      if (passed[next + b] && best < 0) waiting.push_back(b);
+    }
+    if (!options.time_graph && !waiting.empty()) best = next + waiting[0];
+    // Each candidate is timed once its compile is done, the first done
+    // first: a slow compile holds up no other's timing.
+    while (options.time_graph && !waiting.empty()) {
+      const auto ready = std::find_if(waiting.begin(), waiting.end(), [&](int b) {
+        return !compiling[b].valid() || compiling[b].wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      });
+      if (ready == waiting.end()) {
+        if (!timed.empty() && Clock::now() >= deadline) {
+          report.compile_late += static_cast<int64_t>(waiting.size());
+          break;
+        }
+        const Clock::time_point wait_start = Clock::now();
+        compiling[waiting.front()].wait_for(std::chrono::milliseconds(2));
+        report.compile_wait_s += Seconds(wait_start);
         continue;
       }
+      const int i = next + *ready;
+      waiting.erase(ready);
       absl::StatusOr<double> us = options.time_graph(ranked[i].graph);
       ++report.timed;
       if (!us.ok()) {
@@ -455,7 +480,11 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
       if (us.ok()) measured[j] = std::min(measured[j], *us);
     }
   }
-  for (size_t j = 0; j < timed.size(); ++j) {
+  // Timed as their compiles were done; reported in the cost model's order.
+  std::vector<size_t> order(timed.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return timed[a] < timed[b]; });
+  for (const size_t j : order) {
     const Ranked& r = ranked[timed[j]];
     report.timings.push_back({r.candidate.schedule.ToString(region), r.estimate_us, measured[j]});
     if (!best_us || measured[j] < *best_us) {

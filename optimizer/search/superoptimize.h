@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,10 @@
 namespace kiln::search {
 
 struct SearchOptions {
-  double budget_seconds = 4.0;  // per region: search + verify + compile + time
+  // Per region: search + verify + compile + time. Enumeration stops short
+  // of it; compiles still running at its end are not waited for once a
+  // candidate has been timed.
+  double budget_seconds = 4.0;
   int max_loop_ops = 4;
   int max_post_ops = 5;
   int threads = 0;              // verification workers; 0: the hardware's
@@ -34,8 +38,9 @@ struct SearchOptions {
   // Microseconds per run of a kernel graph on the GPU, or an error; unset
   // on a machine without one (the cost model alone then chooses).
   std::function<absl::StatusOr<double>(const ugraph::KernelGraph&)> time_graph;
-  // Compiles graphs ahead of timing them, all at once (optional).
-  std::function<void(const std::vector<const ugraph::KernelGraph*>&)> precompile;
+  // Starts compiling a graph's kernels ahead of timing it (optional); the
+  // future is ready once they are compiled. Without it, time_graph compiles.
+  std::function<std::shared_future<void>(const ugraph::KernelGraph&)> start_compile;
   // Microseconds of the region under the default lowering (for the report).
   std::function<absl::StatusOr<double>()> time_default;
 };
@@ -54,10 +59,14 @@ struct SearchReport {
   int64_t prefixes = 0, invalid = 0, pruned = 0, complete = 0, duplicates = 0;
   int64_t verified = 0, rejected = 0, float_rejected = 0, variants = 0, timed = 0;
   int64_t time_failed = 0;  // candidates the GPU could not compile or run
+  int64_t compile_late = 0;  // candidates left untimed, their compiles not done at the budget's end
   std::string time_error;   // the first such failure
   std::vector<TimedCandidate> timings;  // in the cost model's order
   bool out_of_time = false;
   double search_s = 0, verify_s = 0, time_s = 0, total_s = 0;
+  // Parts of time_s: waiting for the candidates' compiles once their checks
+  // were done, and for the default lowering's compile and timing.
+  double compile_wait_s = 0, default_wait_s = 0;
   int64_t z3_queries = 0, z3_cache_hits = 0;
   double z3_s = 0;  // time inside Z3, summed over the mappings' workers
   double estimated_us = 0;            // cost model, chosen candidate

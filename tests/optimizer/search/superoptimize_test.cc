@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <thread>
@@ -35,6 +36,13 @@ using ugraph::TileOp;
 SearchResult Search(const Region& region, SearchOptions options = {}) {
   options.budget_seconds = 20;  // generous: CI machines are slow; the bench reports real times
   return ValueOrFail(Superoptimize(region, options));
+}
+
+// A compile that is already done.
+std::shared_future<void> Done() {
+  std::promise<void> done;
+  done.set_value();
+  return done.get_future().share();
 }
 
 int CountKind(const ugraph::BlockGraph& b, TileOp::Kind kind) {
@@ -116,8 +124,9 @@ TEST(Superoptimize, TheDefaultIsTimedAsideButNeverBesideACandidate) {
   std::atomic<int> compiled{0};
   const std::thread::id caller = std::this_thread::get_id();
   std::atomic<bool> default_on_caller{false};
-  options.precompile = [&](const std::vector<const ugraph::KernelGraph*>& graphs) {
-    compiled += static_cast<int>(graphs.size());
+  options.start_compile = [&](const ugraph::KernelGraph&) {
+    ++compiled;
+    return Done();
   };
   options.time_graph = [&](const ugraph::KernelGraph&) -> absl::StatusOr<double> {
     overlapped = overlapped || timing++ > 0 || !default_done;
@@ -139,6 +148,78 @@ TEST(Superoptimize, TheDefaultIsTimedAsideButNeverBesideACandidate) {
   ASSERT_TRUE(r.report.default_us.has_value());
   EXPECT_EQ(*r.report.default_us, 4.0);
   EXPECT_FALSE(r.graph.has_value()) << "the default lowering (4 us) beats every candidate (10 us)";
+}
+
+// Each candidate is timed once its kernels are compiled; once one has been
+// timed, a compile still running at the budget's end is not waited for
+// (the candidate is left out), and the report says so.
+TEST(Superoptimize, ACompileStillRunningAtTheBudgetsEndIsNotWaitedFor) {
+  FusedCase c = RmsNormLinearCase(2, 256, 384);
+  SearchOptions options;
+  options.budget_seconds = 2;
+  options.time_top = 3;
+  std::promise<void> after_the_search;  // the cost model's first candidate's compile
+  const std::shared_future<void> slow = after_the_search.get_future().share();
+  std::vector<std::string> started, timed;
+  options.start_compile = [&](const ugraph::KernelGraph& g) {
+    started.push_back(ugraph::ToJson(g));
+    return started.size() == 1 ? slow : Done();
+  };
+  options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    timed.push_back(ugraph::ToJson(g));
+    return 10.0;
+  };
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  after_the_search.set_value();
+  ASSERT_EQ(started.size(), 3u) << r.report.ToString();
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  EXPECT_EQ(r.report.compile_late, 1);
+  EXPECT_EQ(r.report.timings.size(), 2u);
+  EXPECT_EQ(timed.size(), 6u) << "two candidates, three rounds";
+  for (const std::string& t : timed) EXPECT_NE(t, started[0]) << "timed before its compile was done";
+  EXPECT_NE(ugraph::ToJson(*r.graph), started[0]);
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("1 still compiling at the budget's end"));
+}
+
+// With nothing timed at the budget's end the search waits on, for the
+// first compile to be done (a slow machine still gets a searched kernel),
+// and times candidates in the order their compiles are done; the report
+// keeps the cost model's order.
+TEST(Superoptimize, WithNothingTimedTheSearchWaitsForTheFirstCompile) {
+  FusedCase c = RmsNormLinearCase(2, 256, 384);
+  SearchOptions options;
+  options.budget_seconds = 1;
+  options.time_top = 2;
+  options.time_rounds = 1;
+  std::promise<void> done[2];
+  std::vector<std::string> started, timed;
+  std::thread finisher;
+  const auto search_start = std::chrono::steady_clock::now();
+  options.start_compile = [&](const ugraph::KernelGraph& g) {
+    started.push_back(ugraph::ToJson(g));
+    if (started.size() == 2) {
+      // The second candidate's compile is done past the budget, the first's later still.
+      finisher = std::thread([&done, search_start] {
+        std::this_thread::sleep_until(search_start + std::chrono::milliseconds(1300));
+        done[1].set_value();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        done[0].set_value();
+      });
+    }
+    return done[started.size() - 1].get_future().share();
+  };
+  options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    timed.push_back(ugraph::ToJson(g));
+    return 10.0;
+  };
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  if (finisher.joinable()) finisher.join();
+  ASSERT_EQ(started.size(), 2u) << r.report.ToString();
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(timed.size(), 1u) << "the first compile done is timed; the other, done later, is not waited for";
+  EXPECT_EQ(timed[0], started[1]);
+  EXPECT_EQ(ugraph::ToJson(*r.graph), started[1]);
+  EXPECT_EQ(r.report.compile_late, 1);
 }
 
 // A candidate the GPU cannot run gives way to the next: as many are timed.
