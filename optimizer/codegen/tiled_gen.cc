@@ -174,6 +174,42 @@ std::vector<std::string> TiledGenerator::Unravel(const std::vector<int64_t>& siz
   return coords;
 }
 
+std::vector<std::string> TiledGenerator::UnravelThreadTask(const std::vector<int64_t>& sizes,
+                                                           const std::vector<int>& order, const std::string& thread) {
+  std::vector<std::string> coords(sizes.size(), "0");
+  const int64_t threads = b_.threads;
+  int64_t stride = 1;
+  for (int k = static_cast<int>(order.size()) - 1; k >= 0; --k) {
+    const int d = order[k];
+    if (sizes[d] == 1) continue;
+    const bool outermost = Product(sizes, 0, sizes.size()) == stride * sizes[d];
+    std::string value;
+    if (threads % stride == 0) {
+      // l / stride = thread / stride + it * (threads / stride), exactly
+      // (both terms whole and not negative); modulo the size, the second
+      // term drops where the size divides its factor.
+      // (`thread` is unsigned: its divisions are shifts.)
+      const int64_t per_it = threads / stride;
+      const std::string base = stride == 1 ? thread : absl::StrCat(thread, " / ", stride);
+      const std::string its = per_it == 1 ? "it" : absl::StrCat("it * ", per_it);
+      if (outermost) {
+        value = absl::StrCat("static_cast<int>(", base, ") + ", its);
+      } else if (per_it % sizes[d] == 0) {
+        value = absl::StrCat("static_cast<int>(", base, " % ", sizes[d], ")");
+      } else {
+        value = absl::StrCat("(static_cast<int>(", base, ") + ", its, ") % ", sizes[d]);
+      }
+    } else {
+      value = stride == 1 ? "l" : absl::StrCat("l / ", stride);
+      if (!outermost) value = absl::StrCat(stride == 1 ? value : "(" + value + ")", " % ", sizes[d]);
+    }
+    coords[d] = e_.Fresh("i");
+    e_.Linef("const int ", coords[d], " = ", value, ";");
+    stride *= sizes[d];
+  }
+  return coords;
+}
+
 std::string TiledGenerator::Operand(int a, const TileInfo& out, const std::vector<std::string>& coords) {
   const TileOp& op = b_.tile_ops[a];
   if (op.kind == TileOp::Kind::kConstant) return Literal(op.value, DType::kF32);

@@ -298,6 +298,13 @@ class TiledGenerator {
   // one int per axis of size above 1 (the others are "0").
   std::vector<std::string> Unravel(const std::vector<int64_t>& sizes, const std::vector<int>& order,
                                    const std::string& linear);
+  // Unravel of a thread's task l = thread + it * threads (OpenThreadTasks),
+  // each coordinate written from `thread` and `it` apart where the threads
+  // allow: the compiler then sees that a thread's tasks differ by constants
+  // (one address and immediate offsets, not a 64-bit offset held for each;
+  // causal prefill's two-slab kernel spilled 204 bytes, 28 with them).
+  std::vector<std::string> UnravelThreadTask(const std::vector<int64_t>& sizes, const std::vector<int>& order,
+                                             const std::string& thread);
   // The element of tile op `a` at element `l` (coordinates `coords`) of a
   // tile shaped `out`: broadcast over size-1 and missing leading axes.
   std::string Operand(int a, const TileInfo& out, const std::vector<std::string>& coords);
@@ -769,6 +776,8 @@ class TiledGenerator {
   // The loop step whose tiles are being loaded (the next one, when
   // prefetching): its first coordinate and in-range length.
   std::string loop_start_ = "k0", loop_length_ = "kn";
+  // Inside OpenThreadTasks: the thread's first task (l at it = 0), unsigned.
+  std::string thread_task_;
 };
 
 }  // namespace kiln::codegen::tiled_internal

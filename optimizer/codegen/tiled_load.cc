@@ -68,7 +68,9 @@ void TiledGenerator::PlanInput(int i, int64_t* registers) {
 
 std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& task) {
   const InputPlan& plan = inputs_[i];
-  std::vector<std::string> coords = Unravel(plan.task_sizes, plan.order, task);
+  std::vector<std::string> coords =
+      task == "l" && !thread_task_.empty() ? UnravelThreadTask(plan.task_sizes, plan.order, thread_task_)
+                                           : Unravel(plan.task_sizes, plan.order, task);
   if (plan.width > 1) {
     const std::string first = e_.Fresh("i");
     e_.Linef("const int ", first, " = ", coords[plan.vector_axis], " * ", plan.width, ";");
@@ -225,12 +227,14 @@ void TiledGenerator::OpenThreadTasks(int i, bool from_last) {
   const InputPlan& plan = inputs_[i];
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int it = 0; it < ", plan.per_thread, "; ++it)"));
+  thread_task_ = from_last ? absl::StrCat("(", b_.threads - 1, "u - threadIdx.x)") : "threadIdx.x";
   e_.Linef("const int l = ", from_last ? absl::StrCat(b_.threads - 1, " - threadIdx.x") : "threadIdx.x", " + it * ",
            b_.threads, ";");
   if (plan.tasks % b_.threads != 0) e_.Open(absl::StrCat("if (l < ", plan.tasks, ")"));
 }
 
 void TiledGenerator::CloseThreadTasks(int i) {
+  thread_task_.clear();
   if (inputs_[i].tasks % b_.threads != 0) e_.Close();
   e_.Close();
 }

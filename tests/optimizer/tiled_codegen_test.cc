@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "jit/nvrtc_compiler.h"
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/emitter.h"
@@ -255,6 +256,39 @@ TEST(TiledCodegen, WholeStepsIssueTheirRingCopiesWithoutChecks) {
     EXPECT_NE(code.find("aligned16", checked), std::string::npos);
     ExpectCompiles(graph);
   }
+}
+
+// A thread's tasks l = threadIdx.x + it * threads have their coordinates
+// written from the thread and `it` apart, where the threads allow it (each
+// coordinate's stride divides them): tasks then differ by constants, which
+// the compiler folds into one address and immediate offsets. Copies issued
+// from the block's last threads count down from threads - 1 alike.
+TEST(TiledCodegen, ThreadTasksWriteTheirCoordinatesFromTheThreadAndTheStep) {
+  const KernelGraph mlp = GatedMlp(DType::kF16, 8, 4096, 4096, {.m = 8, .k = 128, .n = 64});
+  absl::StatusOr<codegen::KernelSource> source = Generate(mlp);
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string& code = source->source;
+  const std::string threads = absl::StrCat(source->threads);
+  const std::string task = "const int l = threadIdx.x + it * " + threads + ";";
+  int loops = 0;
+  for (size_t at = code.find(task); at != std::string::npos; at = code.find(task, at + 1)) {
+    ++loops;
+    // The coordinates follow l, one a line.
+    const size_t end = code.find("const int i", code.find("const int i", code.find("const int i", at) + 1) + 1);
+    const std::string coords = code.substr(at, code.find('\n', end) - at);
+    EXPECT_EQ(coords.find(" = l / "), std::string::npos) << coords;
+    EXPECT_EQ(coords.find(" = l % "), std::string::npos) << coords;
+    EXPECT_NE(coords.find("static_cast<int>(threadIdx.x / "), std::string::npos) << coords;
+  }
+  EXPECT_GE(loops, 3) << code;
+  ExpectCompiles(mlp);
+
+  const KernelGraph rms = RmsNormLinear(DType::kF16, 1, 4096, 6144, {.m = 1, .k = 128, .n = 32});
+  source = Generate(rms);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_NE(source->source.find(absl::StrCat("(", source->threads - 1, "u - threadIdx.x)")), std::string::npos)
+      << source->source;
+  ExpectCompiles(rms);
 }
 
 TEST(TiledCodegen, GatedMlpStoresItsOutputFromTheFragments) {

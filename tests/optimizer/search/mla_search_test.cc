@@ -111,7 +111,8 @@ void ExpectWeightsLoadedWhereTheyAreRead(const FusedCase& c, const ugraph::Kerne
   EXPECT_GT(wuv_load, loop_end) << source;
   const std::string widen = Section(source, absl::StrCat("x", wuk, ": widen the loaded bits into the tile"));
   ASSERT_FALSE(widen.empty()) << source;
-  const std::string columns = absl::StrCat(" = l % ", c.region.class_size[3].value(), ";");
+  const std::string columns =
+      absl::StrCat(" = static_cast<int>(threadIdx.x % ", c.region.class_size[3].value(), ");");
   const size_t at = widen.find(columns);
   ASSERT_NE(at, std::string::npos) << widen;
   const size_t name = widen.rfind("const int ", at) + 10;
