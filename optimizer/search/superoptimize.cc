@@ -254,8 +254,8 @@ std::string SearchReport::ToString() const {
                     out_of_time ? "; OUT OF TIME" : "", "\n");
     absl::StrAppend(&out, "time: search ", search_s * 1e3, " ms, verify ", verify_s * 1e3, " ms, compile+time ",
                     time_s * 1e3, " ms (waiting for compiles ", compile_wait_s * 1e3, " ms, for the default lowering ",
-                    default_wait_s * 1e3, " ms), total ", total_s * 1e3, " ms; z3 queries ", z3_queries, " (cache hits ",
-                    z3_cache_hits, "), in z3 ", z3_s * 1e3, " ms\n");
+                    default_wait_s * 1e3, " ms), total ", total_s * 1e3, " ms; z3 queries ", z3_queries,
+                    " (cache hits ", z3_cache_hits, "), in z3 ", z3_s * 1e3, " ms\n");
     for (const TimedCandidate& t : timings) {
       absl::StrAppend(&out, "  timed ", t.schedule, ": estimated ", t.estimated_us, " us, measured ", t.measured_us,
                       " us\n");
