@@ -551,7 +551,7 @@ TEST(AttentionSearch, GroupedKvHeadsAreReadThroughABroadcast) {
     }
     EXPECT_EQ(scaled_reads, 1) << ugraph::ToText(graph);
     // (The spread's wider tiles of the larger case pass shared memory; the search skips those.)
-    if (nvrtc.ok()) EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u);
+    if (nvrtc.ok()) { EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u); }
   }
 }
 
@@ -621,7 +621,7 @@ TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
       EXPECT_THAT(ugraph::AnalyzeTiles(on_a_product).status().message(),
                   ::testing::HasSubstr("only stable exps are masked"));
     }
-    if (nvrtc.ok()) EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u);
+    if (nvrtc.ok()) { EXPECT_GE(CompiledSpread(**nvrtc, c.region, found, 4).size(), 1u); }
   }
   EXPECT_GT(larger, 0);
 }
@@ -791,7 +791,7 @@ TEST(AttentionSearch, TwoSlabsAWarpShareEachBFragment) {
       if (nvrtc.ok() && compiled++ < 3) ExpectCompilesForHopper(**nvrtc, source);
     }
     EXPECT_GE(two, 1) << c.region.ToString();
-    if (causal) EXPECT_GE(two_blocks, 1);
+    if (causal) { EXPECT_GE(two_blocks, 1); }
   }
 }
 

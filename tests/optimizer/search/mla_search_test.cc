@@ -132,7 +132,9 @@ TEST(MlaSearch, TheUpProjectionsAreAbsorbedIntoOneKernel) {
     const bool bench_shape = c.region.class_size[3] == Dim(256);
     SearchResult r = Search(c.region, bench_shape ? SearchOptions{}.budget_seconds : 20);
     ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
-    if (bench_shape) EXPECT_FALSE(r.report.out_of_time) << r.report.ToString();
+    if (bench_shape) {
+      EXPECT_FALSE(r.report.out_of_time) << r.report.ToString();
+    }
     ASSERT_EQ(r.graph->kernels.size(), 1u) << r.report.chosen_text;
     for (const ugraph::DTensor& t : r.graph->tensors) {
       EXPECT_NE(t.role, ugraph::TensorRole::kIntermediate) << "nothing but the output is written";
