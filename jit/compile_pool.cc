@@ -9,7 +9,9 @@ CompilePool::CompilePool(KernelCache& cache, int threads)
     : cache_(cache),
       threads_(threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
 
-CompilePool::~CompilePool() {
+CompilePool::~CompilePool() { Stop(); }
+
+void CompilePool::Stop() {
   std::vector<std::thread> workers;
   {
     absl::MutexLock lock(&mu_);

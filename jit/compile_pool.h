@@ -25,8 +25,7 @@ class CompilePool {
   // `threads` workers (0: one a core), started by the first Submit. Each
   // NVRTC program compiles independently of the others.
   explicit CompilePool(KernelCache& cache, int threads = 0);
-  // Finishes the compiles under way and drops those not begun (their
-  // submissions' futures become ready all the same).
+  // Stop()s.
   ~CompilePool();
   CompilePool(const CompilePool&) = delete;
   CompilePool& operator=(const CompilePool&) = delete;
@@ -35,6 +34,12 @@ class CompilePool {
   // is ready once all are done. A compile error is not reported here: the
   // cache's GetOrCompile reports it when the kernel is asked for.
   std::shared_future<void> Submit(std::vector<std::string> sources, const CompileOptions& options);
+
+  // Finishes the compiles under way and drops those not begun (their
+  // submissions' futures become ready all the same); later submissions
+  // compile nothing. A process calls it before it exits, so that no NVRTC
+  // compile runs while the libraries' static objects are destroyed.
+  void Stop();
 
   int threads() const { return threads_; }
 

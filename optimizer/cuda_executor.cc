@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <cstring>
 #include <mutex>
@@ -506,6 +507,10 @@ CudaRegistration& Registration() {
     if (executor.ok()) {
       r->executor = *executor;
       RegisterExecutor(DeviceType::kCuda, r->executor);
+      // The executor lives as long as the process; its background compiles
+      // (a search's slowest, left at its budget's end) must not outlive
+      // the libraries' static objects at exit.
+      std::atexit([] { Registration().executor->StopCompiles(); });
     } else {
       r->status = executor.status();
     }

@@ -68,6 +68,8 @@ class CudaExecutor : public Executor {
   // future is ready once they are done. Errors are left for Compile() to
   // report. Compiles not waited for finish in the background.
   std::shared_future<void> CompileInBackground(const ugraph::KernelGraph& graph);
+  // Waits for the compiles under way and drops those not begun (at exit).
+  void StopCompiles() { compile_pool_.Stop(); }
   // Queues every kernel on `buffers` (by DTensor id); returns the launches.
   absl::StatusOr<int64_t> Launch(const CompiledGraph& compiled, const std::vector<TensorData>& buffers,
                                  const Bindings& bindings);

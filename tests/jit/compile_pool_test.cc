@@ -97,5 +97,19 @@ TEST(CompilePool, StoppingDropsCompilesNotBegunAndReadiesEveryFuture) {
   EXPECT_EQ(compiler.calls, 1);
 }
 
+// After Stop (a process about to exit), a submission compiles nothing and
+// is ready at once: GetOrCompile compiles what is asked for later.
+TEST(CompilePool, AfterStopASubmissionCompilesNothing) {
+  GatedCompiler compiler;
+  KernelCache cache(MemoryOnly(), kVersions, compiler.Fn());
+  CompilePool pool(cache, 2);
+  pool.Submit({"a"}, CompileOptions{}).wait();
+  pool.Stop();
+  EXPECT_TRUE(Ready(pool.Submit({"b"}, CompileOptions{})));
+  EXPECT_EQ(compiler.calls, 1);
+  EXPECT_TRUE(cache.GetOrCompile("b", CompileOptions{}).ok());
+  EXPECT_EQ(compiler.calls, 2);
+}
+
 }  // namespace
 }  // namespace kiln::jit
