@@ -41,8 +41,6 @@ class CompilePool {
   // compile runs while the libraries' static objects are destroyed.
   void Stop();
 
-  int threads() const { return threads_; }
-
  private:
   // One Submit's compiles: ready when the last is done.
   struct Batch {

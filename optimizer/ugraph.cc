@@ -104,6 +104,12 @@ int64_t LaunchedBlocks(const BlockGraph& b) {
   return blocks;
 }
 
+int64_t LaunchedBlocks(const KernelGraph& graph) {
+  int64_t blocks = 0;
+  for (const Kernel& k : graph.kernels) blocks += LaunchedBlocks(k.block);
+  return blocks;
+}
+
 std::string BlockKindName(BlockKind kind) {
   switch (kind) {
     case BlockKind::kPointwise: return "pointwise";

@@ -304,6 +304,9 @@ struct KernelGraph {
   const DTensor& tensor(int id) const { return tensors[id]; }
 };
 
+// The blocks a graph launches: its kernels' LaunchedBlocks, summed.
+int64_t LaunchedBlocks(const KernelGraph& graph);
+
 std::string BlockKindName(BlockKind kind);
 std::string ScalarKindName(ScalarOp::Kind kind);
 std::string ViewKindName(ViewStep::Kind kind);

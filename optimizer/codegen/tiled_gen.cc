@@ -158,24 +158,7 @@ void TiledGenerator::OpenLinear(int64_t elements) {
 
 std::vector<std::string> TiledGenerator::Unravel(const std::vector<int64_t>& sizes,
                                                  const std::vector<int>& order,
-                                                 const std::string& linear) {
-  std::vector<std::string> coords(sizes.size(), "0");
-  int64_t stride = 1;
-  for (int k = static_cast<int>(order.size()) - 1; k >= 0; --k) {
-    const int d = order[k];
-    if (sizes[d] == 1) continue;
-    const bool outermost = Product(sizes, 0, sizes.size()) == stride * sizes[d];
-    std::string value = stride == 1 ? linear : absl::StrCat(linear, " / ", stride);
-    if (!outermost) value = absl::StrCat(stride == 1 ? value : "(" + value + ")", " % ", sizes[d]);
-    coords[d] = e_.Fresh("i");
-    e_.Linef("const int ", coords[d], " = ", value, ";");
-    stride *= sizes[d];
-  }
-  return coords;
-}
-
-std::vector<std::string> TiledGenerator::UnravelThreadTask(const std::vector<int64_t>& sizes,
-                                                           const std::vector<int>& order, const std::string& thread) {
+                                                 const std::string& linear, const std::string& thread) {
   std::vector<std::string> coords(sizes.size(), "0");
   const int64_t threads = b_.threads;
   int64_t stride = 1;
@@ -184,7 +167,7 @@ std::vector<std::string> TiledGenerator::UnravelThreadTask(const std::vector<int
     if (sizes[d] == 1) continue;
     const bool outermost = Product(sizes, 0, sizes.size()) == stride * sizes[d];
     std::string value;
-    if (threads % stride == 0) {
+    if (!thread.empty() && threads % stride == 0) {
       // l / stride = thread / stride + it * (threads / stride), exactly
       // (both terms whole and not negative); modulo the size, the second
       // term drops where the size divides its factor.
@@ -200,7 +183,7 @@ std::vector<std::string> TiledGenerator::UnravelThreadTask(const std::vector<int
         value = absl::StrCat("(static_cast<int>(", base, ") + ", its, ") % ", sizes[d]);
       }
     } else {
-      value = stride == 1 ? "l" : absl::StrCat("l / ", stride);
+      value = stride == 1 ? linear : absl::StrCat(linear, " / ", stride);
       if (!outermost) value = absl::StrCat(stride == 1 ? value : "(" + value + ")", " % ", sizes[d]);
     }
     coords[d] = e_.Fresh("i");

@@ -295,16 +295,15 @@ class TiledGenerator {
   // Opens the linear loop over a tile's elements: `for (int l = ...)`.
   void OpenLinear(int64_t elements);
   // Splits `linear` over `sizes`, the axes in `order` (fastest last); emits
-  // one int per axis of size above 1 (the others are "0").
+  // one int per axis of size above 1 (the others are "0"). With `thread`,
+  // `linear` is a thread's task l = thread + it * threads (OpenThreadTasks),
+  // and each coordinate is written from `thread` and `it` apart where its
+  // stride divides the threads: the compiler then sees that a thread's
+  // tasks differ by constants (one address and immediate offsets, not a
+  // 64-bit offset held for each; causal prefill's two-slab kernel spilled
+  // 204 bytes, 28 with them).
   std::vector<std::string> Unravel(const std::vector<int64_t>& sizes, const std::vector<int>& order,
-                                   const std::string& linear);
-  // Unravel of a thread's task l = thread + it * threads (OpenThreadTasks),
-  // each coordinate written from `thread` and `it` apart where the threads
-  // allow: the compiler then sees that a thread's tasks differ by constants
-  // (one address and immediate offsets, not a 64-bit offset held for each;
-  // causal prefill's two-slab kernel spilled 204 bytes, 28 with them).
-  std::vector<std::string> UnravelThreadTask(const std::vector<int64_t>& sizes, const std::vector<int>& order,
-                                             const std::string& thread);
+                                   const std::string& linear, const std::string& thread = "");
   // The element of tile op `a` at element `l` (coordinates `coords`) of a
   // tile shaped `out`: broadcast over size-1 and missing leading axes.
   std::string Operand(int a, const TileInfo& out, const std::vector<std::string>& coords);

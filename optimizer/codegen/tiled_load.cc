@@ -68,9 +68,7 @@ void TiledGenerator::PlanInput(int i, int64_t* registers) {
 
 std::vector<std::string> TiledGenerator::TaskCoords(int i, const std::string& task) {
   const InputPlan& plan = inputs_[i];
-  std::vector<std::string> coords =
-      task == "l" && !thread_task_.empty() ? UnravelThreadTask(plan.task_sizes, plan.order, thread_task_)
-                                           : Unravel(plan.task_sizes, plan.order, task);
+  std::vector<std::string> coords = Unravel(plan.task_sizes, plan.order, task, task == "l" ? thread_task_ : "");
   if (plan.width > 1) {
     const std::string first = e_.Fresh("i");
     e_.Linef("const int ", first, " = ", coords[plan.vector_axis], " * ", plan.width, ";");

@@ -60,10 +60,9 @@ struct Ranked {
   int64_t blocks = 0;  // launched, over the graph's kernels
 };
 
-int64_t LaunchedBlocks(const ugraph::KernelGraph& graph) {
-  int64_t blocks = 0;
-  for (const ugraph::Kernel& k : graph.kernels) blocks += ugraph::LaunchedBlocks(k.block);
-  return blocks;
+// `seconds` after `t`.
+Clock::time_point After(Clock::time_point t, double seconds) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 absl::StatusOr<SearchResult> FromCache(const std::string& path) {
@@ -305,7 +304,7 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   // Enumeration gets the budget less 0.6 s kept for verifying,
   // compiling and timing (at least half of it).
   const double enumerate_s = std::max(options.budget_seconds * 0.5, options.budget_seconds - 0.6);
-  limits.deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(enumerate_s));
+  limits.deadline = After(start, enumerate_s);
   const std::vector<Schedule> mappings = Mappings(region);
   report.mappings = static_cast<int>(mappings.size());
   std::vector<std::vector<Candidate>> per_mapping(mappings.size());
@@ -376,7 +375,7 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
       const double us = EstimateMicroseconds(*g);
       if (us >= kInfeasibleUs) continue;  // the code generator cannot emit it (shared memory, say)
       ++report.variants;
-      const int64_t blocks = LaunchedBlocks(*g);
+      const int64_t blocks = ugraph::LaunchedBlocks(*g);
       ranked.push_back({std::move(c), *std::move(g), us, blocks});
     }
   }
@@ -415,8 +414,7 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
   // The budget's end: compiles not done by then are not waited for, once
   // one candidate is timed (a region's kernels differ in compile time by
   // 10x: 0.4-5 s of NVRTC for attention's).
-  const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.budget_seconds));
+  const Clock::time_point deadline = After(start, options.budget_seconds);
   // The first candidates that passed and run, each timed once; then again
   // in further rounds in turn: a candidate's time is its best round, so one
   // that happened to run while the GPU's clocks were still rising is not

@@ -232,9 +232,7 @@ TEST(Superoptimize, TiedEstimatesTimeTheScheduleOfFewerBlocksFirst) {
   options.time_rounds = 1;
   std::vector<int64_t> blocks;
   options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
-    int64_t n = 0;
-    for (const ugraph::Kernel& k : g.kernels) n += ugraph::LaunchedBlocks(k.block);
-    blocks.push_back(n);
+    blocks.push_back(ugraph::LaunchedBlocks(g));
     return 10.0;
   };
   SearchResult r = Search(c.region, options);
