@@ -111,7 +111,7 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
     flash_.a_registers = a_before && (warp_slabs == 1 || s_plan.depth <= 64);
     flash_.a_shared = a_before && !flash_.a_registers;
-    registers_ += (FlashColumns() + pv_plan.n8s) / 2;  // DeclareFlashOffsets
+    registers_ += FlashOffsets(s, FlashColumns()) + FlashOffsets(pv, pv_plan.n8s);
     if (flash_.a_registers) registers_ += 4 * warp_slabs * s_plan.depth / 16;
     if (warp_slabs == 1) {
       registers_ += 4 * (FlashColumns() + pv_plan.n8s) + 8;
@@ -204,7 +204,8 @@ void TiledGenerator::EmitFlashStep() {
   // 1. S = A @ B1: the warp's rows, its columns; each of B's fragments
   // serves every slab.
   e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
-  if (flash_.a_registers) e_.Line("#pragma unroll");
+  // (B by rows in pairs: each k chunk's offsets are known at compile time.)
+  if (flash_.a_registers || (s.b_rows && FlashPairsB(flash_.scores, sn))) e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
   e_.Line("const int k = c * 16 + (lane & 15);");
   e_.Linef("unsigned fa[", slabs, "][4];");
@@ -355,18 +356,44 @@ void TiledGenerator::CloseFlashWarps() {
 }
 
 bool TiledGenerator::FlashPairsB(int mm, int64_t count) const {
-  const MatmulPlan& plan = matmuls_[mm];
-  return !plan.b_tile && !plan.b_rows && count % 2 == 0;
+  return !matmuls_[mm].b_tile && count % 2 == 0;
+}
+
+int64_t TiledGenerator::FlashRowsOffsets(int mm) const {
+  return std::max<int64_t>(1, std::min<int64_t>(inputs_[BInput(mm)].row_vectors() / 2, 4));
+}
+
+int64_t TiledGenerator::FlashOffsets(int mm, int64_t count) const {
+  if (!FlashPairsB(mm, count)) return 0;
+  return matmuls_[mm].b_rows ? FlashRowsOffsets(mm) : count / 2;
 }
 
 void TiledGenerator::DeclareFlashOffsets(int mm, int64_t count, const std::string& first) {
   if (!FlashPairsB(mm, count)) return;
   const int b = BInput(mm);
-  e_.Linef("int bo", mm, "[", count / 2, "];  // x", mm, "'s B: the lane's ldmatrix rows in a stage, rows 0-15");
-  e_.Line("#pragma unroll");
-  e_.Linef("for (int j = 0; j < ", count / 2, "; ++j) bo", mm, "[j] = ",
-           SlotIndex(b, absl::StrCat("(lane & 15) * ", inputs_[b].row_vectors(), " + ", first, " + 2 * j + (lane >> 4)")),
-           ";");
+  const int64_t rv = inputs_[b].row_vectors();
+  // Shared-memory addresses: a step adds its stage's and k chunk's bytes,
+  // which ptxas folds into ldmatrix's immediate where they are constants
+  // (with int slot indices it worked each address out again: two
+  // instructions an ldmatrix).
+  const auto declare = [&](int64_t n, const std::string& what, const std::string& slot) {
+    e_.Linef("unsigned bo", mm, "[", n, "];  // x", mm, "'s B", what);
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int j = 0; j < ", n, "; ++j) bo", mm, "[j] = shared_address(ring", b, ") + 16u * ",
+             SlotIndex(b, slot), ";");
+  };
+  if (matmuls_[mm].b_rows) {
+    // Lane l gives key row l % 8 (+ 8 for lanes 16-31) at k vector 2 c +
+    // l / 8 % 2. The swizzle takes the row's low bits only, so a column of
+    // tiles further adds 8 rows' vectors, and k chunk c + 4 adds 8 vectors
+    // to chunk c's slot.
+    const int64_t n = FlashRowsOffsets(mm);
+    declare(n, absl::StrCat(" by rows: the lane's ldmatrix rows in stage 0, k chunks 0-", n - 1, " of keys 0-15"),
+            absl::StrCat("((lane & 7) + (lane >> 4) * 8) * ", rv, " + 2 * j + ((lane >> 3) & 1)"));
+    return;
+  }
+  declare(count / 2, ": the lane's ldmatrix rows in stage 0, rows 0-15",
+          absl::StrCat("(lane & 15) * ", rv, " + ", first, " + 2 * j + (lane >> 4)"));
 }
 
 void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
@@ -391,10 +418,20 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   }
   // Two columns of tiles per ldmatrix (lanes 16-31 address the second).
   const int b = BInput(mm);
+  const int64_t rv = inputs_[b].row_vectors();
   e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; v += 2)"));
   e_.Line("unsigned fb[4];");
-  e_.Linef("load_b_fragments_trans_x2(fb, &ring", b, "[stage * ", inputs_[b].tasks, " + ", k_rows, " * ",
-           inputs_[b].row_vectors(), " + bo", mm, "[v / 2]]);");
+  if (plan.b_rows) {
+    // k chunk c of B's rows (keys) from column of tiles `first` + v.
+    const int64_t n = FlashRowsOffsets(mm);
+    const bool wraps = rv / 2 > n;
+    e_.Linef("load_b_fragments_rows_x2(fb, bo", mm, wraps ? absl::StrCat("[c % ", n, "]") : "[c]", " + 16u * (stage * ",
+             inputs_[b].tasks, " + (", first, " + v) * ", 8 * rv, wraps ? absl::StrCat(" + c / ", n, " * ", 2 * n) : "",
+             "));");
+  } else {
+    e_.Linef("load_b_fragments_trans_x2(fb, bo", mm, "[v / 2] + 16u * (stage * ", inputs_[b].tasks, " + ", k_rows,
+             " * ", rv, "));");
+  }
   if (plan.b_scale >= 0) {
     e_.Open("");
     EmitScaleB(mm, "fb", absl::StrCat(first, " + v"));

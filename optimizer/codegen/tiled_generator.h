@@ -553,9 +553,15 @@ class TiledGenerator {
                          const std::string& k_rows);
   // Whether flash product mm reads B two columns of tiles per ldmatrix.
   bool FlashPairsB(int mm, int64_t count) const;
+  // The lane offsets DeclareFlashOffsets declares for flash product mm
+  // (none where its B is not read in pairs); with B by rows, those of its
+  // first k chunks (FlashRowsOffsets), the swizzle's period.
+  int64_t FlashOffsets(int mm, int64_t count) const;
+  int64_t FlashRowsOffsets(int mm) const;
   // Declares bo<mm>: where in a stage the lane's ldmatrix rows of each
   // pair of B's columns of tiles start, for rows 0-15 (see
-  // EmitFlashProducts). A step's k chunk adds its rows times the row's
+  // EmitFlashProducts); for B by rows, where the lane's row of the first
+  // pair starts at each of the first k chunks. A step's k chunk adds its rows times the row's
   // vectors: the swizzle of rows 16 apart is the same (RingSlot), so only
   // the stage and an offset known at compile time change (recomputing
   // the swizzle took two instructions an ldmatrix: 0.9 us of gqa_bs8's

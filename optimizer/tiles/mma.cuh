@@ -29,6 +29,20 @@ __device__ __forceinline__ void mma_bf16(float c[4], const unsigned a[4], const 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// Four 8x8 16-bit matrices from shared memory (ldmatrix .x4): lane q * 8 + r
+// gives the address of matrix q's row r (16 bytes aligned), r[q] is the
+// lane's part of matrix q; the .trans form gives their transposes'.
+__device__ __forceinline__ void ldmatrix_x4(unsigned r[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned r[4], unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
 // Two consecutive 16-bit elements of shared memory as one register.
 __device__ __forceinline__ unsigned pair(const unsigned short* p) {
   return *reinterpret_cast<const unsigned*>(p);
@@ -54,28 +68,35 @@ __device__ __forceinline__ void load_b_fragment(unsigned b[2], const unsigned sh
 // gives the address of row n0 + l % 8 at column k0 + 8 * (l / 8), 16 bytes
 // aligned; the other lanes' are unused.
 __device__ __forceinline__ void load_b_fragment_rows(unsigned b[2], const void* row) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  const unsigned address = shared_address(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(b[0]), "=r"(b[1]) : "r"(address));
+}
+
+// The B fragments of two adjacent n8 columns of tiles from an [n][k] tile
+// (as load_b_fragment_rows), the lane's row at shared-memory `address`:
+// lanes 0-15 give the first's rows (n0 + l % 8 at column k0 + 8 * (l / 8)),
+// lanes 16-31 the second's (n0 + 8 + l % 8); b[0..1] is the first's
+// fragment, b[2..3] the second's.
+__device__ __forceinline__ void load_b_fragments_rows_x2(unsigned b[4], unsigned address) {
+  ldmatrix_x4(b, address);
 }
 
 // A 16x8 B fragment (k x n) straight from a row-major [k][n] 16-bit tile in
 // shared memory (ldmatrix .trans): lane l (of 0-15) gives the address of
 // row k0 + l at column n0, 16 bytes aligned; the other lanes' are unused.
 __device__ __forceinline__ void load_b_fragment_trans(unsigned b[2], const void* row) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  const unsigned address = shared_address(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
                : "=r"(b[0]), "=r"(b[1])
                : "r"(address));
 }
 
 // The B fragments of two adjacent n8 columns of tiles at once: lanes 0-15
-// give rows 0-15 of the first (as above), lanes 16-31 those of the second;
-// b[0..1] is the first's fragment, b[2..3] the second's.
-__device__ __forceinline__ void load_b_fragments_trans_x2(unsigned b[4], const void* row) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-               : "r"(address));
+// give rows 0-15 of the first (as above), lanes 16-31 those of the second,
+// the lane's row at shared-memory `address`; b[0..1] is the first's
+// fragment, b[2..3] the second's.
+__device__ __forceinline__ void load_b_fragments_trans_x2(unsigned b[4], unsigned address) {
+  ldmatrix_x4_trans(b, address);
 }
 
 // A 16x16 A fragment straight from a row-major 16-bit tile in shared
@@ -84,13 +105,10 @@ __device__ __forceinline__ void load_b_fragments_trans_x2(unsigned b[4], const v
 // columns 0-7, then of columns 8-15). The x2 form reads rows 0-7 only
 // (lanes 0-15) and leaves rows 8-15 zero.
 __device__ __forceinline__ void load_a_fragment_x4(unsigned a[4], const void* row) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(address));
+  ldmatrix_x4(a, shared_address(row));
 }
 __device__ __forceinline__ void load_a_fragment_x2(unsigned a[4], const void* row) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  const unsigned address = shared_address(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(a[0]), "=r"(a[2]) : "r"(address));
   a[1] = a[3] = 0u;
 }

@@ -172,6 +172,10 @@ __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_byte
 __device__ __forceinline__ uint4 load16_bits(const void* p, i64 i, int element_bytes) {
   return *reinterpret_cast<const uint4*>(static_cast<const char*>(p) + i * element_bytes);
 }
+// Where generic pointer `p` (into shared memory) lies in shared memory.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
 // Asynchronous 16-byte copies from global to shared memory (cp.async,
 // sm_80 and later; a plain copy before): a thread issues a loop step's
 // copies, commits them as a group, and waits until at most N groups are
@@ -180,7 +184,7 @@ __device__ __forceinline__ uint4 load16_bits(const void* p, i64 i, int element_b
 __device__ __forceinline__ void copy_async16(uint4* dst, const void* p, i64 i, int element_bytes) {
   const char* src = static_cast<const char*>(p) + i * element_bytes;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const unsigned shared = shared_address(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(src) : "memory");
 #else
   *dst = *reinterpret_cast<const uint4*>(src);

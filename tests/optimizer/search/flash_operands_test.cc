@@ -1,0 +1,84 @@
+// How the flash step reads B (K for the scores, V for P@V) from the ring:
+// ldmatrix at shared-memory addresses worked out before the loop, two
+// columns of tiles at a time, whether K is given transposed or by rows.
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/generate.h"
+#include "optimizer/search/fused_cases.h"
+#include "optimizer/search/superoptimize.h"
+#include "tests/optimizer/search/schedule_spread.h"
+#include "tests/test_util.h"
+
+namespace kiln::search {
+namespace {
+
+using testing::ValueOrFail;
+
+// The chosen kernel's loop (from its first step on).
+std::string ChosenLoop(const FusedCase& c, codegen::KernelSource* source) {
+  SearchOptions options;
+  options.budget_seconds = 8;
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  EXPECT_TRUE(r.graph.has_value()) << r.report.ToString();
+  if (!r.graph) return "";
+  *source = ValueOrFail(codegen::GenerateKernel(*r.graph, 0));
+  const size_t step = source->source.find("i64 step = step_begin;");
+  EXPECT_NE(step, std::string::npos) << source->source;
+  return step == std::string::npos ? "" : source->source.substr(step);
+}
+
+// The reads of K (given transposed) and V take the lane's address in stage
+// 0 plus the stage's and the k chunk's bytes (known when unrolled): no
+// swizzle and no slot index in the step. Rows 16 apart swizzle alike, in
+// rings of 8 vectors a row (head dim 64) as of 16 (head dim 128).
+TEST(FlashOperands, BIsReadAtAddressesWorkedOutBeforeTheProducts) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const FusedCase& c : {AttentionCase(2, 256, 64, 4096), AttentionCase(2, 128, 128, 1000)}) {
+    SCOPED_TRACE(c.name);
+    codegen::KernelSource source;
+    const std::string loop = ChosenLoop(c, &source);
+    EXPECT_THAT(loop, ::testing::HasSubstr("the lane's ldmatrix rows in stage 0, rows 0-15"));
+    EXPECT_THAT(loop, ::testing::HasSubstr("] = shared_address(ring"));
+    EXPECT_THAT(loop, ::testing::ContainsRegex(
+                          R"(load_b_fragments_trans_x2\(fb, bo[0-9]+\[v / 2\] \+ 16u \* \(stage \* [0-9]+ \+ c \* 16 \* [0-9]+\)\);)"));
+    EXPECT_THAT(loop, ::testing::ContainsRegex(
+                          R"(load_b_fragments_trans_x2\(fb, bo[0-9]+\[v / 2\] \+ 16u \* \(stage \* [0-9]+ \+ \((kg \* [0-9]+ \+ )?c \* 16\) \* [0-9]+\)\);)"));
+    EXPECT_EQ(loop.find("load_b_fragments_trans_x2(fb, &"), std::string::npos) << "no ldmatrix from a slot index";
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+  }
+}
+
+// K stored by rows (a KV cache's layout; causal prefill's): its fragments
+// come two columns of tiles an ldmatrix (no .trans) too. The swizzle
+// repeats every 4 k chunks, so 4 lane addresses serve head dim 128 (a
+// chunk 4 on adds 8 vectors) and 4 serve head dim 64.
+TEST(FlashOperands, KeysByRowsAreReadTwoColumnsOfTilesAtATime) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  struct Case {
+    FusedCase c;
+    int64_t head_dim;
+  };
+  for (const Case& k : {Case{RowKeysAttentionCase(2, 256, 64, 4096), 64},
+                        Case{CausalAttentionCase(1, 2, 512, 128, 1024, DType::kBF16), 128}}) {
+    const FusedCase& c = k.c;
+    SCOPED_TRACE(c.name);
+    codegen::KernelSource source;
+    const std::string loop = ChosenLoop(c, &source);
+    EXPECT_THAT(loop, ::testing::HasSubstr("'s B by rows: the lane's ldmatrix rows in stage 0, k chunks 0-3"));
+    const std::string chunk = k.head_dim == 128 ? R"(\[c % 4\])" : R"(\[c\])";
+    const std::string wrap = k.head_dim == 128 ? R"( \+ c / 4 \* 8)" : "";
+    EXPECT_THAT(loop, ::testing::ContainsRegex(absl::StrCat(R"(load_b_fragments_rows_x2\(fb, bo[0-9]+)", chunk,
+                                                            R"( \+ 16u \* \(stage \* [0-9]+ \+ \((0|kg \* [0-9]+|2 \* warp) \+ v\) \* [0-9]+)",
+                                                            wrap, R"(\)\);)")));
+    EXPECT_EQ(loop.find("load_b_fragment_rows("), std::string::npos) << "no fragment read alone";
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::search
