@@ -156,16 +156,25 @@ void TiledGenerator::OpenLinear(int64_t elements) {
   e_.Open(absl::StrCat("for (int l = threadIdx.x; l < ", elements, "; l += ", b_.threads, ")"));
 }
 
-std::vector<std::string> TiledGenerator::Unravel(const std::vector<int64_t>& sizes,
-                                                 const std::vector<int>& order,
-                                                 const std::string& linear, const std::string& thread) {
-  std::vector<std::string> coords(sizes.size(), "0");
-  const int64_t threads = b_.threads;
+// Calls fn(d, stride, outermost) for each axis d of size above 1, fastest
+// first: its stride in the linear index, and whether it is the slowest.
+template <typename Fn>
+static void ForEachLinearAxis(const std::vector<int64_t>& sizes, const std::vector<int>& order, Fn fn) {
   int64_t stride = 1;
   for (int k = static_cast<int>(order.size()) - 1; k >= 0; --k) {
     const int d = order[k];
     if (sizes[d] == 1) continue;
-    const bool outermost = Product(sizes, 0, sizes.size()) == stride * sizes[d];
+    fn(d, stride, Product(sizes, 0, sizes.size()) == stride * sizes[d]);
+    stride *= sizes[d];
+  }
+}
+
+std::vector<std::string> TiledGenerator::Unravel(const std::vector<int64_t>& sizes, const std::vector<int>& order,
+                                                 const std::string& linear, const std::string& thread,
+                                                 const std::string& it) {
+  std::vector<std::string> coords(sizes.size(), "0");
+  const int64_t threads = b_.threads;
+  ForEachLinearAxis(sizes, order, [&](int d, int64_t stride, bool outermost) {
     std::string value;
     if (!thread.empty() && threads % stride == 0) {
       // l / stride = thread / stride + it * (threads / stride), exactly
@@ -174,7 +183,7 @@ std::vector<std::string> TiledGenerator::Unravel(const std::vector<int64_t>& siz
       // (`thread` is unsigned: its divisions are shifts.)
       const int64_t per_it = threads / stride;
       const std::string base = stride == 1 ? thread : absl::StrCat(thread, " / ", stride);
-      const std::string its = per_it == 1 ? "it" : absl::StrCat("it * ", per_it);
+      const std::string its = per_it == 1 ? it : absl::StrCat(it, " * ", per_it);
       if (outermost) {
         value = absl::StrCat("static_cast<int>(", base, ") + ", its);
       } else if (per_it % sizes[d] == 0) {
@@ -188,9 +197,21 @@ std::vector<std::string> TiledGenerator::Unravel(const std::vector<int64_t>& siz
     }
     coords[d] = e_.Fresh("i");
     e_.Linef("const int ", coords[d], " = ", value, ";");
-    stride *= sizes[d];
-  }
+  });
   return coords;
+}
+
+bool TiledGenerator::TaskStep(const std::vector<int64_t>& sizes, const std::vector<int>& order, int* axis,
+                              int64_t* per_it) const {
+  // Unravel's forms with a thread: the slowest coordinate moves by
+  // threads / stride with `it`, the others are free of it.
+  bool linear = true;
+  *axis = -1;
+  ForEachLinearAxis(sizes, order, [&](int d, int64_t stride, bool outermost) {
+    linear = linear && b_.threads % stride == 0 && (outermost || b_.threads / stride % sizes[d] == 0);
+    if (outermost) *axis = d, *per_it = b_.threads / std::max<int64_t>(stride, 1);
+  });
+  return linear && *axis >= 0;
 }
 
 std::string TiledGenerator::Operand(int a, const TileInfo& out, const std::vector<std::string>& coords) {

@@ -228,7 +228,9 @@ class TiledGenerator {
   // step's work; a direct one (too many loads per thread to hold) loads and
   // converts element by element.
   void PlanInput(int i, int64_t* registers);
-  std::vector<std::string> TaskCoords(int i, const std::string& task);
+  // The coordinates of input i's task `task` ("l": the thread's task `it`
+  // under OpenThreadTasks, read from the thread and `it` apart).
+  std::vector<std::string> TaskCoords(int i, const std::string& task, const std::string& it = "it");
   // Loads task `task` of input i into `raw` (registers), or, with `slot`
   // set, copies it asynchronously into that ring slot.
   void EmitIssue(int i, const std::string& task, const std::string& raw, const std::string& slot = "");
@@ -246,6 +248,8 @@ class TiledGenerator {
   // and `l` (task threadIdx.x + it * threads, or with `from_last`
   // threads - 1 - threadIdx.x + it * threads), skipping l past its tasks.
   void OpenThreadTasks(int i, bool from_last = false);
+  // The thread's part of its tasks (unsigned), as Unravel takes it.
+  std::string ThreadTask(bool from_last) const;
   // Whether direct tensor-core products p and q can share one loop and its
   // A fragments (same A from its ring, same tiles and k chunks).
   bool SameMmaLoop(int p, int q) const;
@@ -302,8 +306,15 @@ class TiledGenerator {
   // tasks differ by constants (one address and immediate offsets, not a
   // 64-bit offset held for each; causal prefill's two-slab kernel spilled
   // 204 bytes, 28 with them).
+  // `it` names the thread's task number (a constant where the caller
+  // wants one task's coordinates).
   std::vector<std::string> Unravel(const std::vector<int64_t>& sizes, const std::vector<int>& order,
-                                   const std::string& linear, const std::string& thread = "");
+                                   const std::string& linear, const std::string& thread = "",
+                                   const std::string& it = "it");
+  // Whether Unravel with a thread writes every coordinate free of `it` but
+  // the slowest, `axis`, which moves by `per_it` a task (then a task's
+  // offset, through a view without a reshape, moves by a constant).
+  bool TaskStep(const std::vector<int64_t>& sizes, const std::vector<int>& order, int* axis, int64_t* per_it) const;
   // The element of tile op `a` at element `l` (coordinates `coords`) of a
   // tile shaped `out`: broadcast over size-1 and missing leading axes.
   std::string Operand(int a, const TileInfo& out, const std::vector<std::string>& coords);

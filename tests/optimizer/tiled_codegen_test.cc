@@ -270,8 +270,22 @@ TEST(TiledCodegen, ThreadTasksWriteTheirCoordinatesFromTheThreadAndTheStep) {
   const std::string& code = source->source;
   const std::string threads = absl::StrCat(source->threads);
   const std::string task = "const int l = threadIdx.x + it * " + threads + ";";
-  int loops = 0;
+  int loops = 0, apart = 0;
   for (size_t at = code.find(task); at != std::string::npos; at = code.find(task, at + 1)) {
+    const size_t next = code.find('\n', at) + 1;
+    if (code.compare(code.find_first_not_of(' ', next), 12, "copy_async16") == 0) {
+      // Whole copies: the first one's offset before the loop, the others a
+      // constant distance on.
+      const std::string copy = code.substr(next, code.find('\n', next) - next);
+      EXPECT_THAT(copy, ::testing::ContainsRegex(R"(, rb[0-9]+ \+ it \* rd[0-9]+, 2\);)")) << copy;
+      const size_t rd = code.rfind("const i64 rd", at) != std::string::npos ? code.rfind("const i64 rd", at)
+                                                                             : code.rfind("const int rd", at);
+      ASSERT_NE(rd, std::string::npos) << code;
+      const std::string distance = code.substr(rd, code.find('\n', rd) - rd);
+      EXPECT_EQ(distance.find("threadIdx"), std::string::npos) << distance;
+      ++apart;
+      continue;
+    }
     ++loops;
     // The coordinates follow l, one a line.
     const size_t end = code.find("const int i", code.find("const int i", code.find("const int i", at) + 1) + 1);
@@ -281,6 +295,7 @@ TEST(TiledCodegen, ThreadTasksWriteTheirCoordinatesFromTheThreadAndTheStep) {
     EXPECT_NE(coords.find("static_cast<int>(threadIdx.x / "), std::string::npos) << coords;
   }
   EXPECT_GE(loops, 3) << code;
+  EXPECT_GE(apart, 3) << code;  // X, W1 and W2 at a whole step
   ExpectCompiles(mlp);
 
   const KernelGraph rms = RmsNormLinear(DType::kF16, 1, 4096, 6144, {.m = 1, .k = 128, .n = 32});
