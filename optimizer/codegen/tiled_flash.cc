@@ -265,7 +265,7 @@ void TiledGenerator::EmitFlashStep() {
   OpenFlashSlabs();
   e_.Line("#pragma unroll");
   e_.Open("for (int h = 0; h < 2; ++h)");
-  e_.Line("const float after = fmaxf(run_max[sl][h], quad_reduce<true>(top[sl][h]));");
+  e_.Line("const float after = fmaxf(run_max[sl][h], quad_max(top[sl][h]));");
   e_.Line("factor[sl][h] = shift_rescale(run_max[sl][h], after);");
   e_.Line("run_max[sl][h] = after;");
   e_.Line("run_sum[sl][h] *= factor[sl][h];");

@@ -397,11 +397,21 @@ void TiledGenerator::EmitWholeCopies(int i) {
     e_.Linef("const ", e_.Index(), " ", apart, " = ", e_.Offset(view, next), " - (", e_.Offset(view, zero),
              ");  // how far apart its copies lie");
   }
+  // Their slots too, where the swizzle is the same for all of them (it
+  // takes bits of the task that a multiple of the threads leaves alone).
+  std::string slot0;
+  if (!first.empty() && (!plan.swizzle || b_.threads % (8 * plan.row_vectors()) == 0)) {
+    slot0 = e_.Fresh("ws");
+    e_.Linef("const int ", slot0, " = ", SlotIndex(i, absl::StrCat("static_cast<int>(", ThreadTask(from_last), ")")),
+             ";  // the first copy's slot");
+  }
   OpenThreadTasks(i, from_last);
   const std::string offset =
       first.empty() ? InputOffset(i, TaskCoords(i, "l")) : absl::StrCat(first, " + it * ", apart);
-  e_.Linef("copy_async16(&", RingSlot(i, "issue_stage", "l"), ", ", InputPointer(i), ", ", offset, ", ",
-           DTypeSize(plan.dtype), ");");
+  const std::string slot = slot0.empty() ? RingSlot(i, "issue_stage", "l")
+                                         : absl::StrCat("ring", i, "[issue_stage * ", plan.tasks, " + ", slot0,
+                                                        " + it * ", b_.threads, "]");
+  e_.Linef("copy_async16(&", slot, ", ", InputPointer(i), ", ", offset, ", ", DTypeSize(plan.dtype), ");");
   CloseThreadTasks(i);
 }
 

@@ -104,7 +104,7 @@ __device__ __forceinline__ float stable_exp_log2(float x, float shift_log2) {
 // twice a flash step; the argument's rounding moves it by at most
 // 6e-8 |before - after| relative.
 __device__ __forceinline__ float shift_rescale(float before, float after) {
-  return after == no_shift() ? 1.0f : exp2_approx((before - after) * kLog2e);
+  return after == no_shift() || before == after ? 1.0f : exp2_approx((before - after) * kLog2e);
 }
 // A split block's partial sum, taken at `part`, brought to the combined shift.
 __device__ __forceinline__ float split_factor(float part, float combined) {

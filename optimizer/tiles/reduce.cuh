@@ -34,6 +34,13 @@ __device__ __forceinline__ T quad_reduce(T v) {
   return combine<kMax>(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
+// A quad's max by fmaxf (one instruction a shuffle, where combine_max,
+// which keeps NaN, takes three), as the flash step takes each lane's.
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
 // `scratch` holds at least 32 values; blockDim.x is a multiple of 32.
 template <bool kMax, typename T>
 __device__ __forceinline__ T block_reduce(T v, T* scratch) {
