@@ -569,14 +569,11 @@ class TiledGenerator {
   // first k chunks (FlashRowsOffsets), the swizzle's period.
   int64_t FlashOffsets(int mm, int64_t count) const;
   int64_t FlashRowsOffsets(int mm) const;
-  // Declares bo<mm>: where in a stage the lane's ldmatrix rows of each
-  // pair of B's columns of tiles start, for rows 0-15 (see
-  // EmitFlashProducts); for B by rows, where the lane's row of the first
-  // pair starts at each of the first k chunks. A step's k chunk adds its rows times the row's
-  // vectors: the swizzle of rows 16 apart is the same (RingSlot), so only
-  // the stage and an offset known at compile time change (recomputing
-  // the swizzle took two instructions an ldmatrix: 0.9 us of gqa_bs8's
-  // 34 on an H100).
+  // Declares bo<mm>: the shared-memory address in stage 0 of the lane's
+  // ldmatrix row for each pair of B's columns of tiles, rows 0-15 (see
+  // EmitFlashProducts); for B by rows, of the first pair at each of the
+  // first k chunks. A step adds its stage's and k chunk's bytes: the
+  // swizzle of rows 16 apart is the same (RingSlot), so only those change.
   void DeclareFlashOffsets(int mm, int64_t count, const std::string& first);
   // A warp's columns of S (n8 tiles) in a step: its own 16 keys (keys
   // split), its group's share, or all of them.
