@@ -117,19 +117,6 @@ class ScopedTempDir {
   std::string path_;
 };
 
-// A generated kernel's source waits for the kernel before it
-// (wait_for_prior_grid, which it may be launched early to overlap) exactly
-// once, before it first reads or writes device memory.
-inline void ExpectWaitsBeforeDeviceMemory(const std::string& source) {
-  const std::string wait = "wait_for_prior_grid();";
-  const size_t at = source.find(wait);
-  ASSERT_NE(at, std::string::npos) << source;
-  EXPECT_EQ(source.find(wait, at + 1), std::string::npos) << source;
-  for (const char* access : {"copy_async16(", "load16_bits(", "load_bits_", "store_", "p.ws", "p.counters", "p.err"}) {
-    EXPECT_GT(source.find(access), at) << access << " before the wait\n" << source;
-  }
-}
-
 }  // namespace kiln::testing
 
 // Status matchers.

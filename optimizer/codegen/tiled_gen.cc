@@ -496,22 +496,13 @@ absl::Status TiledGenerator::Generate() {
     }
   }
   if (opened == 0) e_.Open("");
-  // Launched early, the kernel waits for the one before it just before its
-  // first read of device memory (WaitForPriorGrid): what comes before (the
-  // step bounds, zeroed accumulators, which copies are whole) runs while
-  // that kernel finishes.
-  bool loop = false, loads_before = false;
-  for (size_t i = 0; i < n; ++i) {
-    loop = loop || phase_[i] == Phase::kLoop;
-    loads_before = loads_before ||
-                   (b_.tile_ops[i].kind == TileOp::Kind::kInput && phase_[i] == Phase::kBefore && needed_[i]);
-  }
-  if (!loop || loads_before) WaitForPriorGrid();
   // A grid point's tiles before the loop take the ring's space that the
   // previous point's loop read.
   if (ring_space_shared_) Sync();
   EmitPhase(Phase::kBefore);
+  bool loop = false;
   for (size_t i = 0; i < n; ++i) {
+    loop = loop || phase_[i] == Phase::kLoop;
     if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate || !needed_[i]) continue;
     if (FlashAccumulator(static_cast<int>(i))) continue;  // EmitFlashFlush writes it whole
     Read(static_cast<int>(i), true);
@@ -543,8 +534,6 @@ absl::Status TiledGenerator::Generate() {
       e_.Linef("float rs", i, "[", inputs_[register_sum_[i]].per_thread, "] = {};  // x", i,
                "'s partial sums in registers");
     }
-    if (stages_ > 0) EmitRingWhole();
-    WaitForPriorGrid();
     EmitPrefetch(/*first=*/true);
     // The ring's first copies overwrite the tiles read only before the
     // loop: every thread is done with them first.
@@ -572,9 +561,6 @@ absl::Status TiledGenerator::Generate() {
     EmitLoopStep(loop_axes);
     e_.Close();
     if (stages_ > 0) e_.Line("copy_async_wait<0>();  // the copies of steps past the end");
-    // Every read the loop issues is done: the next kernel may start its
-    // blocks (up to its own wait) where they fit.
-    e_.Line("launch_dependents();");
     // Tiles after the loop take the ring's space: every thread is done
     // with the ring (its reads, and its copies landed) first.
     if (after_in_ring_space_) Sync();

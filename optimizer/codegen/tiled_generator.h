@@ -193,11 +193,6 @@ class TiledGenerator {
   // another's), in op order.
   std::vector<int> RingOwners() const;
   void EmitRingPrologue();
-  // Emits the wait for the kernel before (wait_for_prior_grid) once, where
-  // the grid point first reads device memory; before it the kernel must
-  // touch nothing but registers and shared memory.
-  void WaitForPriorGrid();
-  bool waited_ = false;
   // Whether input i's ring copies go to the block's last threads (see
   // EmitStaged).
   bool CopiesFromLast(int i) const;

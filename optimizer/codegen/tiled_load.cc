@@ -445,14 +445,9 @@ void TiledGenerator::EmitRingWhole() {
   if (LeanLoop()) e_.Line("ring_whole = __syncthreads_and(ring_whole);");
 }
 
-void TiledGenerator::WaitForPriorGrid() {
-  if (waited_) return;
-  e_.Line("wait_for_prior_grid();  // launched early: the kernel before it finishes first");
-  waited_ = true;
-}
-
 void TiledGenerator::EmitRingPrologue() {
   if (stages_ == 0) return;
+  EmitRingWhole();
   e_.Linef("// the first ", stages_ - 1, " steps' vector tiles, copied asynchronously into the ring");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", stages_ - 1, "; ++j)"));

@@ -156,20 +156,10 @@ __device__ __forceinline__ float bits_to_bf16(unsigned b) { return __uint_as_flo
 // start while the kernel before it finishes (jit::LaunchConfig::early)
 // waits here, before it touches memory, until that kernel has completed and
 // its writes are visible. Launched otherwise, or before sm_90, it returns at
-// once. Every generated kernel calls it before it first reads device
-// memory (a tiled kernel after setting up its grid point).
+// once. Every generated kernel calls it first.
 __device__ __forceinline__ void wait_for_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-// Lets the kernel launched after this one (early, as above) start its
-// blocks where they fit, once every block of this one has called it or
-// exited; they still wait above for all of this kernel's writes.
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
