@@ -356,7 +356,9 @@ void TiledGenerator::CloseFlashWarps() {
 }
 
 bool TiledGenerator::FlashPairsB(int mm, int64_t count) const {
-  return !matmuls_[mm].b_tile && count % 2 == 0;
+  // B by rows in pairs for the scores alone, whose k chunks start at the
+  // step's first key (EmitFlashProducts reads chunk c there).
+  return !matmuls_[mm].b_tile && count % 2 == 0 && (!matmuls_[mm].b_rows || mm == flash_.scores);
 }
 
 int64_t TiledGenerator::FlashRowsOffsets(int mm) const {
