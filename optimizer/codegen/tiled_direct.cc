@@ -391,7 +391,7 @@ void TiledGenerator::EmitMmaB(int i, const std::string& v) {
 
 void TiledGenerator::EmitScaleB(int i, const std::string& fb, const std::string& v) {
   const MatmulPlan& plan = matmuls_[i];
-  if (plan.b_scale < 0) return;
+  if (plan.b_scale < 0 || ScalesFlashScores(i)) return;
   e_.Linef("const float bs = ", Buffer(plan.b_scale), "[(", v, ") * 8 + g];  // the lane's column");
   const std::string scale = absl::StrCat("scale_", DTypeSuffix(b_.tile_ops[i].dtype), "x2");
   e_.Linef(fb, "[0] = ", scale, "(", fb, "[0], bs);");

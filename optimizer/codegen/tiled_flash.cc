@@ -225,6 +225,21 @@ void TiledGenerator::EmitFlashStep() {
   }
   EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
   e_.Close();
+  if (ScalesFlashScores(flash_.scores)) {
+    // B's columns scaled (K's rows normalized, QK-norm): each score times
+    // its column's scale, which commutes with the product. Scaling B's
+    // fragments took five instructions an element (two widenings, two
+    // multiplies, a pack), each k chunk again; this takes one a score.
+    e_.Linef("// x", flash_.scores, "'s columns times their scales (x", s.b_scale, ")");
+    OpenFlashSlabs();
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
+    e_.Linef("const float* const bs = ", Buffer(s.b_scale), " + (", first, " + v) * 8 + t2;");
+    e_.Line("#pragma unroll");
+    e_.Line("for (int h = 0; h < 4; ++h) sc[sl][v][h] *= bs[h & 1];");
+    e_.Close();
+    e_.Close();
+  }
   // 2. The rows' max over this step's columns (a quad holds a row), the
   // running max and the factor the sums so far take.
   // Columns past the step's keys (the last step's tail) are left out; a
@@ -355,6 +370,10 @@ void TiledGenerator::CloseFlashWarps() {
   if (FlashWarpsIdle()) e_.Close();
 }
 
+bool TiledGenerator::ScalesFlashScores(int mm) const {
+  return flash_.pv >= 0 && mm == flash_.scores && matmuls_[mm].b_scale >= 0;
+}
+
 bool TiledGenerator::FlashPairsB(int mm, int64_t count) const {
   // B by rows in pairs for the scores alone, whose k chunks start at the
   // step's first key (EmitFlashProducts reads chunk c there).
@@ -434,7 +453,7 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
     e_.Linef("load_b_fragments_trans_x2(fb, bo", mm, "[v / 2] + 16u * (stage * ", inputs_[b].tasks, " + ", k_rows,
              " * ", rv, "));");
   }
-  if (plan.b_scale >= 0) {
+  if (plan.b_scale >= 0 && !ScalesFlashScores(mm)) {
     e_.Open("");
     EmitScaleB(mm, "fb", absl::StrCat(first, " + v"));
     e_.Close();

@@ -562,6 +562,8 @@ class TiledGenerator {
   // from `k_rows` (a multiple of 16; the lane adds its own).
   void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
                          const std::string& k_rows);
+  // Whether flash product mm is the scores with B's columns scaled (then on the scores, not B).
+  bool ScalesFlashScores(int mm) const;
   // Whether flash product mm reads B two columns of tiles per ldmatrix.
   bool FlashPairsB(int mm, int64_t count) const;
   // The lane offsets DeclareFlashOffsets declares for flash product mm

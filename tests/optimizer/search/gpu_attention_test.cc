@@ -83,7 +83,8 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.tensor_cores += source->matmul_path == codegen::MatmulPath::kTensorCores;
     runs.rows_b += source->source.find("load_b_fragment_rows") != std::string::npos ||
                    source->source.find("load_b_fragments_rows_x2") != std::string::npos;
-    runs.scaled_b += source->source.find("scale_f16x2(") != std::string::npos;
+    runs.scaled_b += source->source.find("scale_f16x2(") != std::string::npos ||
+                     source->source.find("sc[sl][v][h] *= bs[h & 1];") != std::string::npos;
     runs.keys_shared += source->mma_warps == s.threads / 32 && source->step_barriers == 1 &&
                         source->source.find("each warp 16 keys") != std::string::npos;
     runs.key_groups += source->source.find("each warp 16 rows and its group's") != std::string::npos;
