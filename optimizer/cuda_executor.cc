@@ -1,13 +1,11 @@
 #include "optimizer/cuda_executor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "jit/nvrtc_api.h"
