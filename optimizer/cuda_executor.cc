@@ -362,8 +362,8 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
   const std::vector<Node*>& nodes = trace.nodes();
   std::vector<TensorData> buffers(plan.compiled->graph.tensors.size());
   for (const ugraph::DTensor& t : plan.compiled->graph.tensors) {
-    const Node* node = nodes[plan.tensor_node[t.id]];
     if (t.role == ugraph::TensorRole::kInput) {
+      const Node* node = nodes[plan.tensor_node[t.id]];
       if (!node->is_realized() || node->data.storage->device().type != DeviceType::kCuda) {
         return absl::InvalidArgumentError(absl::StrCat(
             "CUDA executor: input ", node->shape.ToString(), " is not on the GPU; use to()"));

@@ -207,13 +207,16 @@ class Lowering {
     }
   }
 
-  // The searched kernel, its tensors renamed to this graph's.
+  // The searched kernels, their tensors renamed to this graph's: the
+  // region's inputs and output, and buffers of their own for what one of
+  // them passes to the next (a factored region's, search/factor.h). All but
+  // the last go straight into the graph; the last is the group's kernel.
   void LowerFused(const Group& group, std::vector<int>* outputs) {
     const FusedRegion* fused = nullptr;
     for (const FusedRegion& f : options_.fused) {
       if (f.root == group.anchor) fused = &f;
     }
-    KILN_CHECK(fused != nullptr && fused->graph.kernels.size() == 1, "lowering: a fused group without its kernel");
+    KILN_CHECK(fused != nullptr && !fused->graph.kernels.empty(), "lowering: a fused group without its kernel");
     // An input read through views (a slice of the KV cache) is its buffer
     // with those views in front of each of the kernel's own.
     std::vector<int> rename;
@@ -226,18 +229,37 @@ class Lowering {
       through.push_back(std::move(chain));
     }
     rename.push_back(TensorOf(group.anchor));
-    const ugraph::Kernel& kernel = fused->graph.kernels[0];
-    block_ = kernel.block;
-    for (ugraph::InputIterator& it : block_.inputs) {
-      const int input = it.view.tensor;
-      it.view.tensor = rename[input];
-      if (through[input].empty()) continue;
-      it.view.source_shape = out_.graph.tensors[it.view.tensor].shape;
-      it.view.steps.insert(it.view.steps.begin(), through[input].begin(), through[input].end());
+    through.resize(fused->graph.tensors.size());
+    for (size_t t = rename.size(); t < fused->graph.tensors.size(); ++t) {
+      ugraph::DTensor between = fused->graph.tensors[t];
+      between.id = static_cast<int>(out_.graph.tensors.size());
+      between.role = ugraph::TensorRole::kIntermediate;
+      out_.graph.tensors.push_back(between);
+      out_.tensor_nodes.push_back(nullptr);
+      rename.push_back(between.id);
     }
-    for (ugraph::OutputSaver& o : block_.outputs) o.tensor = rename[o.tensor];
-    for (int t : kernel.inputs) kernel_inputs_.insert(rename[t]);
-    for (int t : kernel.outputs) outputs->push_back(rename[t]);
+    for (size_t k = 0; k < fused->graph.kernels.size(); ++k) {
+      const ugraph::Kernel& kernel = fused->graph.kernels[k];
+      block_ = kernel.block;
+      for (ugraph::InputIterator& it : block_.inputs) {
+        const int input = it.view.tensor;
+        it.view.tensor = rename[input];
+        if (through[input].empty()) continue;
+        it.view.source_shape = out_.graph.tensors[it.view.tensor].shape;
+        it.view.steps.insert(it.view.steps.begin(), through[input].begin(), through[input].end());
+      }
+      for (ugraph::OutputSaver& o : block_.outputs) o.tensor = rename[o.tensor];
+      if (k + 1 == fused->graph.kernels.size()) {
+        for (int t : kernel.inputs) kernel_inputs_.insert(rename[t]);
+        for (int t : kernel.outputs) outputs->push_back(rename[t]);
+        break;
+      }
+      ugraph::Kernel before;
+      before.block = std::move(block_);
+      for (int t : kernel.inputs) before.inputs.push_back(rename[t]);
+      for (int t : kernel.outputs) before.outputs.push_back(rename[t]);
+      out_.graph.kernels.push_back(std::move(before));
+    }
   }
 
   void LowerInPlace(const Group& group, std::vector<int>* outputs) {

@@ -12,8 +12,9 @@
 
 namespace kiln::lowering {
 
-// A region the superoptimizer replaced: its kernel graph has one kernel
-// over tensors 0..n-1 (the region's inputs, in order) and n (the root).
+// A region the superoptimizer replaced: its kernel graph's tensors 0..n-1
+// are the region's inputs (in order) and n its root; any after them pass
+// values between its kernels (a factored region's, search/factor.h).
 struct FusedRegion {
   const Node* root = nullptr;
   std::vector<const Node*> inputs;

@@ -450,6 +450,13 @@ std::vector<int64_t> Region::Shape(int op, const std::vector<int64_t>& sizes) co
   return shape;
 }
 
+std::vector<int64_t> Region::InputShape(int input, const std::vector<int64_t>& sizes) const {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == RegionOp::Kind::kInput && ops[i].input == input) return Shape(static_cast<int>(i), sizes);
+  }
+  return {};
+}
+
 std::string Region::ToString() const {
   std::string out;
   for (size_t i = 0; i < ops.size(); ++i) {

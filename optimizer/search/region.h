@@ -61,6 +61,8 @@ struct Region {
   int output_op() const { return static_cast<int>(ops.size()) - 1; }
   // The concrete size of every class with `sizes` (by class) substituted.
   std::vector<int64_t> Shape(int op, const std::vector<int64_t>& sizes) const;
+  // The shape of input #`input` at those sizes.
+  std::vector<int64_t> InputShape(int input, const std::vector<int64_t>& sizes) const;
   std::string ToString() const;
 };
 

@@ -47,9 +47,15 @@ std::vector<Schedule> Mappings(const Region& region) {
   const auto& out = region.ops[region.output_op()].classes;
   std::vector<int> split;
   for (auto it = out.rbegin(); it != out.rend(); ++it) {
-    if (!(region.class_size[*it] == Dim(1)) && std::find(split.begin(), split.end(), *it) == split.end()) {
-      split.push_back(*it);
+    if (region.class_size[*it] == Dim(1) || std::find(split.begin(), split.end(), *it) != split.end()) continue;
+    // An output class that is also summed over (attention over MLA's
+    // latent: the values are the keys' rows) is read whole: a block with
+    // part of it would sum part of the scores.
+    if (region.class_reduced[*it]) {
+      if (!whole_ok(*it)) return {};
+      continue;
     }
+    split.push_back(*it);
   }
   for (size_t i = 0; i < split.size() && split.size() > 3;) {
     if (whole_ok(split[i])) {
@@ -151,8 +157,14 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
     }
     if (taken == 3) continue;
     const int64_t steps = (extent + s.tile[loop] - 1) / s.tile[loop];
-    for (int64_t ways : {2, 4, 8, 16}) {
-      if (steps < 2 * ways) break;
+    // A grid of one block (heads as the rows of one block: MLA's attention
+    // over its latent) splits further, to fill more of the SMs.
+    bool one_block = true;
+    for (size_t c = 0; c < s.map.size(); ++c) {
+      one_block &= s.map[c] != Schedule::Map::kGrid || s.tile[c] >= NominalSize(region.class_size[c]);
+    }
+    for (int64_t ways : {2, 4, 8, 16, 32, 64}) {
+      if (steps < 2 * ways || (ways > 16 && !one_block)) break;
       Schedule v = free;
       v.loop_split = ways;
       split.push_back(v);

@@ -58,6 +58,7 @@ struct SearchReport {
   int mappings = 0;
   int64_t prefixes = 0, invalid = 0, pruned = 0, complete = 0, duplicates = 0;
   int64_t verified = 0, rejected = 0, float_rejected = 0, variants = 0, timed = 0;
+  int64_t factored = 0;  // of the variants: a factored region's composed graphs (factor.h)
   int64_t time_failed = 0;  // candidates the GPU could not compile or run
   int64_t compile_late = 0;  // candidates left untimed, their compiles not done at the budget's end
   std::string time_error;   // the first such failure
@@ -79,7 +80,8 @@ struct SearchReport {
 
 struct SearchResult {
   std::optional<ugraph::KernelGraph> graph;  // at the region's sizes; empty: keep the default
-  std::optional<Candidate> candidate;
+  std::optional<Candidate> candidate;  // the chosen graph's, where it is one kernel
+  std::vector<Candidate> parts;       // a factored region's chosen graph: its parts' (factor.h)
   SearchReport report;
 };
 

@@ -30,15 +30,6 @@ absl::StatusOr<DenseArray<V>> RunCandidate(const Region& region, const Candidate
   return std::move(tensors.back());
 }
 
-std::vector<int64_t> InputShape(const Region& region, int input, const std::vector<int64_t>& sizes) {
-  for (size_t i = 0; i < region.ops.size(); ++i) {
-    if (region.ops[i].kind == RegionOp::Kind::kInput && region.ops[i].input == input) {
-      return region.Shape(static_cast<int>(i), sizes);
-    }
-  }
-  return {};
-}
-
 }  // namespace
 
 std::vector<Dim> VerificationSizes(const Region& region, const Schedule& schedule) {
@@ -76,7 +67,7 @@ absl::StatusOr<bool> VerifyOverFiniteFields(const Region& region, const Candidat
     FieldAlgebra alg(field);
     std::vector<DenseArray<FieldElement>> inputs;
     for (size_t i = 0; i < region.inputs.size(); ++i) {
-      DenseArray<FieldElement> a = DenseArray<FieldElement>::Filled(InputShape(region, static_cast<int>(i), concrete), {});
+      auto a = DenseArray<FieldElement>::Filled(region.InputShape(static_cast<int>(i), concrete), {});
       for (FieldElement& x : a.data) x = field.Uniform(rng(), rng());
       inputs.push_back(std::move(a));
     }
@@ -103,7 +94,7 @@ absl::StatusOr<FloatCheck> CheckFloatingPoint(const Region& region, const Candid
   std::vector<DenseArray<float>> inputs;
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < region.inputs.size(); ++i) {
-    const std::vector<int64_t> shape = InputShape(region, static_cast<int>(i), concrete);
+    const std::vector<int64_t> shape = region.InputShape(static_cast<int>(i), concrete);
     DenseArray<float> a = DenseArray<float>::Filled(shape, 0);
     for (float& x : a.data) x = alg.Round(region.input_dtypes[i], normal(rng));
     tensors.push_back(Tensor::FromHost<float>(a.data, shape));

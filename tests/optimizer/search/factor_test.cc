@@ -1,0 +1,167 @@
+// A region worked out by a chain of kernels (factor.h): MLA's decode step as
+// t = q W_uk^T, attention over the latent with the heads as its rows, then
+// (P C) W_uv. The factoring, its field tests, the search's choice of the
+// composed graph, the lowering of a searched region of several kernels. All
+// on the CPU (the kernels compile with NVRTC where it loads).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "optimizer/lower.h"
+#include "optimizer/search/factor.h"
+#include "optimizer/search/fused_cases.h"
+#include "optimizer/search/superoptimize.h"
+#include "optimizer/ugraph_validate.h"
+#include "tests/optimizer/search/schedule_spread.h"
+#include "tests/test_util.h"
+
+namespace kiln::search {
+namespace {
+
+using testing::ValueOrFail;
+
+int64_t Elements(const Shape& shape) {
+  int64_t n = 1;
+  for (const Dim& d : shape) n *= d.value();
+  return n;
+}
+
+bool HasRank3Op(const Region& r) {
+  for (const RegionOp& op : r.ops) {
+    if (op.classes.size() > 2) return true;
+  }
+  return false;
+}
+
+TEST(FactorProducts, MlaIsThreePartsWithTheHeadsAsTheRowsBetween) {
+  for (const FusedCase& c : {MlaCase(16, 256, 64, 4096), MlaCase(3, 48, 17, 127)}) {
+    SCOPED_TRACE(c.name);
+    const std::optional<FactoredRegion> f = FactorProducts(c.region);
+    ASSERT_TRUE(f.has_value());
+    ASSERT_EQ(f->parts.size(), 3u);
+    // The region's inputs, as it reaches them: q #0, W_uk #1, C #2, W_uv #3.
+    EXPECT_EQ(f->parts[0].sources, (std::vector<int>{0, 1})) << f->parts[0].region.ToString();
+    EXPECT_EQ(f->parts[1].sources, (std::vector<int>{-1, 2})) << f->parts[1].region.ToString();
+    EXPECT_EQ(f->parts[2].sources, (std::vector<int>{-2, 3})) << f->parts[2].region.ToString();
+    // The part between has no batch dim: the heads are its products' rows,
+    // and it reads C alone (for the scores and the values).
+    const Region& between = f->parts[1].region;
+    EXPECT_FALSE(HasRank3Op(between)) << between.ToString();
+    int products = 0, exps = 0;
+    for (const RegionOp& op : between.ops) {
+      products += op.kind == RegionOp::Kind::kMatmul;
+      exps += op.kind == RegionOp::Kind::kStableExp;
+    }
+    EXPECT_EQ(products, 2);
+    EXPECT_EQ(exps, 1);
+    EXPECT_EQ(between.class_size[between.ops[between.output_op()].classes[0]], c.region.class_size[0]);
+    EXPECT_TRUE(ValueOrFail(VerifyFactoring(c.region, *f, 3, 7)));
+  }
+}
+
+// A part that computes something else fails the field tests: the softmax's
+// division made a product, or the last part reading W_uk for W_uv.
+TEST(FactorProducts, AWrongPartFailsTheFieldTests) {
+  const FusedCase c = MlaCase(4, 24, 8, 40);
+  const FactoredRegion f = *FactorProducts(c.region);
+  ASSERT_TRUE(ValueOrFail(VerifyFactoring(c.region, f, 3, 8)));
+  FactoredRegion no_division = f;
+  int divisions = 0;
+  for (RegionOp& op : no_division.parts[1].region.ops) {
+    if (op.kind != RegionOp::Kind::kBinary || op.op != OpKind::kDiv) continue;
+    op.op = OpKind::kMul;
+    ++divisions;
+  }
+  ASSERT_EQ(divisions, 1);
+  EXPECT_FALSE(ValueOrFail(VerifyFactoring(c.region, no_division, 3, 9)));
+  FactoredRegion wrong_weight = f;
+  wrong_weight.parts[2].sources[1] = 1;  // W_uk, of W_uv's shape
+  EXPECT_FALSE(ValueOrFail(VerifyFactoring(c.region, wrong_weight, 3, 10)));
+}
+
+TEST(FactorProducts, RegionsWithoutNestedProductsStayWhole) {
+  EXPECT_FALSE(FactorProducts(AttentionCase(2, 64, 32, 256).region).has_value());
+  EXPECT_FALSE(FactorProducts(RmsNormLinearCase(2, 256, 384).region).has_value());
+  EXPECT_FALSE(FactorProducts(GatedMlpCase(8, 256, 256).region).has_value());
+  EXPECT_FALSE(FactorProducts(QkNormAttentionCase(2, 64, 32, 256).region).has_value());
+}
+
+// Where the composed graph runs fastest, it is chosen: three kernels, the
+// values between them no larger than q W_uk^T (K and V never formed), each
+// part's kernel chosen by its own timing first. Every kernel compiles.
+TEST(FactorProducts, TheComposedGraphIsChosenWhereItRunsFastest) {
+  const FusedCase c = MlaCase(16, 256, 64, 4096);
+  SearchOptions options;
+  options.time_top = 4;
+  int alone = 0;
+  options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    if (g.kernels.size() == 3) return 5.0;
+    if (g.tensors.size() == 3) ++alone;  // a part's graph: its two inputs and output
+    return 20.0;
+  };
+  const SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(r.graph->kernels.size(), 3u) << r.report.ToString();
+  EXPECT_FALSE(r.candidate.has_value());
+  EXPECT_EQ(r.parts.size(), 3u);
+  EXPECT_GE(alone, 2) << "the first and last parts timed alone";
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("factored into kernels"));
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("part 0 alone"));
+  EXPECT_EQ(r.report.measured_us, 5.0);
+  KILN_EXPECT_OK(ugraph::Validate(*r.graph));
+  int between = 0;
+  for (const ugraph::DTensor& t : r.graph->tensors) {
+    if (t.role != ugraph::TensorRole::kIntermediate) continue;
+    ++between;
+    EXPECT_EQ(Elements(t.shape), 16 * 256) << ugraph::ToText(*r.graph);
+  }
+  EXPECT_EQ(between, 2);
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (size_t k = 0; k < r.graph->kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*r.graph, static_cast<int>(k));
+    ASSERT_TRUE(source.ok()) << source.status();
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, *source);
+  }
+}
+
+// A searched region of several kernels lowers into the trace's graph: its
+// kernels in order, the values between them buffers of their own.
+TEST(FactorProducts, ASearchedRegionOfSeveralKernelsLowers) {
+  const FusedCase c = MlaCase(4, 24, 8, 40);
+  SearchOptions options;
+  options.time_graph = [](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    return g.kernels.size() == 3 ? 1.0 : 2.0;
+  };
+  const SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  ASSERT_TRUE(r.graph.has_value() && r.graph->kernels.size() == 3u) << r.report.ToString();
+  const Trace trace = ValueOrFail(Trace::Collect({c.output}));
+  lowering::LowerOptions lower;
+  lower.fused.push_back({c.region.output, c.region.inputs, c.region.nodes, *r.graph});
+  const lowering::LoweredTrace lowered = ValueOrFail(lowering::LowerTrace(trace, lower));
+  KILN_EXPECT_OK(ugraph::Validate(lowered.graph));
+  // The inputs' random fills first (the case's inputs are lazy), then the region's three.
+  std::vector<const ugraph::Kernel*> searched;
+  for (const ugraph::Kernel& k : lowered.graph.kernels) {
+    if (k.block.kind == ugraph::BlockKind::kTiled) searched.push_back(&k);
+  }
+  ASSERT_EQ(searched.size(), 3u) << ugraph::ToText(lowered.graph);
+  EXPECT_EQ(searched.back(), &lowered.graph.kernels.back());
+  int between = 0;
+  for (size_t t = 0; t < lowered.graph.tensors.size(); ++t) {
+    if (lowered.tensor_nodes[t] != nullptr) continue;
+    ++between;
+    EXPECT_EQ(lowered.graph.tensors[t].role, ugraph::TensorRole::kIntermediate);
+  }
+  EXPECT_EQ(between, 2);
+  // Each kernel reads what the one before it wrote.
+  for (int k : {0, 1}) {
+    ASSERT_EQ(searched[k]->outputs.size(), 1u);
+    const std::vector<int>& next = searched[k + 1]->inputs;
+    EXPECT_NE(std::find(next.begin(), next.end(), searched[k]->outputs[0]), next.end());
+  }
+}
+
+}  // namespace
+}  // namespace kiln::search
