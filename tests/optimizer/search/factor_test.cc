@@ -12,6 +12,7 @@
 #include "optimizer/lower.h"
 #include "optimizer/search/factor.h"
 #include "optimizer/search/fused_cases.h"
+#include "optimizer/search/schedules.h"
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/ugraph_validate.h"
 #include "tests/optimizer/search/schedule_spread.h"
@@ -58,6 +59,26 @@ TEST(FactorProducts, MlaIsThreePartsWithTheHeadsAsTheRowsBetween) {
     EXPECT_EQ(exps, 1);
     EXPECT_EQ(between.class_size[between.ops[between.output_op()].classes[0]], c.region.class_size[0]);
     EXPECT_TRUE(ValueOrFail(VerifyFactoring(c.region, *f, 3, 7)));
+    // The latent is both summed (the scores) and the output's last axis
+    // (the values): every mapping reads it whole.
+    const int latent = between.ops[between.output_op()].classes[1];
+    ASSERT_TRUE(between.class_reduced[latent]);
+    const std::vector<Schedule> mappings = Mappings(between);
+    ASSERT_FALSE(mappings.empty());
+    int64_t ways = 1;
+    for (const Schedule& m : mappings) {
+      for (const Schedule& s : ScheduleVariants(between, m)) {
+        EXPECT_EQ(s.map[latent], Schedule::Map::kFull);
+        ways = std::max(ways, s.loop_split);
+      }
+    }
+    // One block holds all the heads: its keys split up to 64 ways (each
+    // block two steps or more), where a grid of several blocks stops at 16.
+    if (c.region.class_size[3] == Dim(256)) EXPECT_EQ(ways, 64);
+  }
+  const Region gqa = AttentionCase(2, 256, 64, 4096).region;
+  for (const Schedule& m : Mappings(gqa)) {
+    for (const Schedule& s : ScheduleVariants(gqa, m)) EXPECT_LE(s.loop_split, 16);
   }
 }
 
