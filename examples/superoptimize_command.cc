@@ -116,6 +116,8 @@ int RunSuperoptimize(const std::vector<std::string>& args) {
     if (absl::GetFlag(FLAGS_dot)) std::printf("%s", r->report.chosen_dot.c_str());
     if (absl::GetFlag(FLAGS_source) && r->graph) PrintSources(*r->graph);
   }
+  // Compiles the search left running finish while everything they use is still alive.
+  if (gpu) GetCudaExecutor()->StopCompiles();
   return failures == 0 ? 0 : 1;
 }
 
@@ -167,6 +169,7 @@ int BenchFused() {
                  {"warm_from_cache", warm.ok() && warm->report.from_cache},
                  {"searched", cold->graph.has_value()}};
   }
+  GetCudaExecutor()->StopCompiles();  // what the searches left compiling, finished before exit
   std::ofstream(absl::GetFlag(FLAGS_out)) << out.dump(2) << "\n";
   std::printf("wrote %s (python3 compare.py %s peers.json)\n", absl::GetFlag(FLAGS_out).c_str(),
               absl::GetFlag(FLAGS_out).c_str());
