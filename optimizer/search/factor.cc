@@ -5,9 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "optimizer/search/algebra.h"
-#include "optimizer/search/finite_field.h"
-#include "optimizer/search/interpret.h"
+#include "optimizer/search/verify.h"
 
 namespace kiln::search {
 namespace {
@@ -273,41 +271,32 @@ absl::StatusOr<bool> VerifyFactoring(const Region& region, const FactoredRegion&
     const int64_t small = 2 + static_cast<int64_t>(c % 4);
     sizes.push_back(d == Dim(1) ? 1 : d.is_concrete() ? std::min(d.value(), small) : small);
   }
-  std::mt19937_64 rng(seed);
-  for (int t = 0; t < tests; ++t) {
-    const Field field = Field::Random(rng());
-    FieldAlgebra alg(field);
-    std::vector<DenseArray<FieldElement>> inputs;
-    for (size_t i = 0; i < region.inputs.size(); ++i) {
-      auto a = DenseArray<FieldElement>::Filled(region.InputShape(static_cast<int>(i), sizes), {});
-      for (FieldElement& x : a.data) x = field.Uniform(rng(), rng());
-      inputs.push_back(std::move(a));
-    }
-    absl::StatusOr<DenseArray<FieldElement>> want = EvaluateRegion(region, sizes, inputs, alg);
-    if (!want.ok()) return want.status();
-    std::vector<DenseArray<FieldElement>> outputs;
+  const auto run_parts = [&](const std::vector<FieldArray>& inputs,
+                              const FieldAlgebra& alg) -> absl::StatusOr<FieldArray> {
+    std::vector<FieldArray> outputs;
     for (const RegionPart& part : factored.parts) {
       std::vector<int64_t> part_sizes;
       for (int c : part.classes) part_sizes.push_back(sizes[c]);
-      std::vector<DenseArray<FieldElement>> in;
+      std::vector<FieldArray> in;
       for (size_t j = 0; j < part.sources.size(); ++j) {
         const int s = part.sources[j];
-        DenseArray<FieldElement> a = s >= 0 ? inputs[s] : outputs[-1 - s];
+        FieldArray a = s >= 0 ? inputs[s] : outputs[-1 - s];
         a.shape = part.region.InputShape(static_cast<int>(j), part_sizes);  // the same elements, unit axes aside
         int64_t n = 1;
         for (int64_t e : a.shape) n *= e;
-        if (n != static_cast<int64_t>(a.data.size())) return false;  // the parts do not fit together
+        if (n != static_cast<int64_t>(a.data.size())) return FieldArray();  // the parts do not fit together
         in.push_back(std::move(a));
       }
-      absl::StatusOr<DenseArray<FieldElement>> out = EvaluateRegion(part.region, part_sizes, in, alg);
+      absl::StatusOr<FieldArray> out = EvaluateRegion(part.region, part_sizes, in, alg);
       if (!out.ok()) return out.status();
       outputs.push_back(*std::move(out));
     }
-    const DenseArray<FieldElement>& got = outputs.back();
-    if (got.data.size() != want->data.size()) return false;
-    for (size_t i = 0; i < got.data.size(); ++i) {
-      if (got.data[i].p != want->data[i].p) return false;
-    }
+    return outputs.back();
+  };
+  std::mt19937_64 rng(seed);
+  for (int t = 0; t < tests; ++t) {
+    absl::StatusOr<bool> same = FieldTest(region, sizes, rng, run_parts);
+    if (!same.ok() || !*same) return same;
   }
   return true;
 }

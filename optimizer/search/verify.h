@@ -20,10 +20,15 @@
 #define KILN_OPTIMIZER_SEARCH_VERIFY_H_
 
 #include <cstdint>
+#include <functional>
+#include <random>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "optimizer/search/algebra.h"
 #include "optimizer/search/candidate.h"
+#include "optimizer/search/finite_field.h"
+#include "optimizer/search/interpret.h"
 #include "optimizer/search/region.h"
 
 namespace kiln::search {
@@ -31,6 +36,16 @@ namespace kiln::search {
 // Per class: tile + 1 for a split class (grid or loop), the real size for a
 // class read whole, 1 for unit classes.
 std::vector<Dim> VerificationSizes(const Region& region, const Schedule& schedule);
+
+// One random test over a finite field: a fresh prime and fresh inputs from
+// `rng`, the region at `sizes` (by class) against `other` on the same
+// inputs. Whether their outputs agree in their p components (the q
+// component of an exponential is a random function, so comparing it would
+// reject exact rewrites of exp).
+using FieldArray = DenseArray<FieldElement>;
+absl::StatusOr<bool> FieldTest(
+    const Region& region, const std::vector<int64_t>& sizes, std::mt19937_64& rng,
+    const std::function<absl::StatusOr<FieldArray>(const std::vector<FieldArray>&, const FieldAlgebra&)>& other);
 
 // Whether the candidate equals the region on `tests` independent random
 // tests over finite fields (fresh primes and inputs from `seed`).
