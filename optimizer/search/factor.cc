@@ -35,7 +35,7 @@ int64_t Elements(const Region& r, const std::vector<int>& classes) {
   return n;
 }
 
-// A matmul whose B is a matmul of input chains read by it alone: {op, A, inner, X, Y}.
+// Matmul `op` = a (x y), its B a matmul that only it reads.
 struct Nested {
   int op = -1, a = -1, x = -1, y = -1;
 };
@@ -105,8 +105,6 @@ class PartBuilder {
     op.classes = std::move(classes);
     return Add(std::move(op));
   }
-
-  const RegionOp& op(int i) const { return part_.region.ops[i]; }
 
   // The part with `output` (an op) last: the ops it needs, in order, and
   // its classes renumbered.

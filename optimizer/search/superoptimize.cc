@@ -64,6 +64,15 @@ struct Ranked {
   std::string schedule;
 };
 
+// The cost model's order. On a tie, fewer blocks first: less of each
+// block's own work (its prologue, its share of a split's combine) done
+// again. (qknorm_gqa_bs8's schedules tie at one estimate, split 4 to 16
+// ways; on the H100 split 4 and its two-slab split 8 ran 42-47 us, split 16
+// 80-87.)
+bool ByEstimate(const Ranked& a, const Ranked& b) {
+  return a.estimate_us != b.estimate_us ? a.estimate_us < b.estimate_us : a.blocks < b.blocks;
+}
+
 // Step 1 for one region: its mappings enumerated in parallel (each with its
 // own expression pool and Z3 checker: pools are not shared between
 // threads); the candidates that instantiate alike counted once.
@@ -139,13 +148,7 @@ std::vector<Ranked> VerifyAndRank(const Region& region, const std::vector<Candid
       ranked.push_back({{std::move(c)}, *std::move(g), us, blocks, std::move(schedule)});
     }
   }
-  // On a tie, fewer blocks first: less of each block's own work (its
-  // prologue, its share of a split's combine) done again. (qknorm_gqa_bs8's
-  // schedules tie at one estimate, split 4 to 16 ways; on the H100 split 4
-  // and its two-slab split 8 ran 42-47 us, split 16 80-87.)
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return a.estimate_us != b.estimate_us ? a.estimate_us < b.estimate_us : a.blocks < b.blocks;
-  });
+  std::stable_sort(ranked.begin(), ranked.end(), ByEstimate);
   return ranked;
 }
 
@@ -546,9 +549,7 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     std::vector<Ranked> composed = RankFactored(*factored, parts, region);
     report.factored = static_cast<int64_t>(composed.size());
     for (Ranked& r : composed) ranked.push_back(std::move(r));
-    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-      return a.estimate_us != b.estimate_us ? a.estimate_us < b.estimate_us : a.blocks < b.blocks;
-    });
+    std::stable_sort(ranked.begin(), ranked.end(), ByEstimate);
   }
   // Programs that differ only in op order mostly run alike: the best of
   // each schedule goes first, so that the candidates checked and timed
