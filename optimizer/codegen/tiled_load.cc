@@ -374,8 +374,9 @@ void TiledGenerator::EmitWholeCopies(int i) {
   e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.per_thread, " whole copies of ", plan.width,
            " ", DTypeName(plan.dtype), " per thread");
   const bool from_last = CopiesFromLast(i);
+  const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
   bool reshaped = false;
-  for (const ugraph::ViewStep& step : b_.inputs[b_.tile_ops[i].input].view.steps) {
+  for (const ugraph::ViewStep& step : view.steps) {
     reshaped = reshaped || step.kind == ugraph::ViewStep::Kind::kReshape;
   }
   // Where the thread's copies lie a constant apart: the first one's offset
@@ -386,7 +387,6 @@ void TiledGenerator::EmitWholeCopies(int i) {
   int axis = -1;
   int64_t per_it = 0;
   if (plan.per_thread > 1 && !reshaped && TaskStep(plan.task_sizes, plan.order, &axis, &per_it)) {
-    const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
     std::vector<std::string> zero(plan.task_sizes.size(), "0"), next = zero;
     next[axis] = absl::StrCat(per_it * (axis == plan.vector_axis ? plan.width : 1));
     thread_task_ = ThreadTask(from_last);

@@ -152,6 +152,19 @@ std::vector<Ranked> VerifyAndRank(const Region& region, const std::vector<Candid
   return ranked;
 }
 
+// A candidate's checks before it is timed: verified again over finite
+// fields (at its own tiles) and checked in floating point.
+struct Checked {
+  bool passed = false, float_failed = false;
+  double error = -1;  // the float check's, -1 where it could not run
+};
+Checked CheckCandidate(const Region& region, const Candidate& candidate, const SearchOptions& options,
+                       uint64_t field_seed, uint64_t float_seed) {
+  absl::StatusOr<bool> v = VerifyOverFiniteFields(region, candidate, options.verify_tests, field_seed);
+  absl::StatusOr<FloatCheck> f = CheckFloatingPoint(region, candidate, float_seed);
+  return {v.ok() && *v && f.ok() && f->passed, f.ok() && !f->passed, f.ok() ? f->max_error : -1};
+}
+
 // The part whose best costs most by the cost model.
 size_t CostliestPart(const std::vector<std::vector<Ranked>>& parts) {
   size_t widest = 0;
@@ -200,10 +213,9 @@ void TimePartsAlone(const FactoredRegion& factored, std::vector<std::vector<Rank
     }
     std::vector<char> passed(tried.size(), 0);
     ParallelFor(static_cast<int>(tried.size()), threads, [&](int t) {
-      const Candidate& c = parts[p][tried[t]].parts[0];
-      absl::StatusOr<bool> v = VerifyOverFiniteFields(part, c, options.verify_tests, options.seed ^ (0x51 + t));
-      absl::StatusOr<FloatCheck> f = CheckFloatingPoint(part, c, options.seed + 11 * t);
-      passed[t] = v.ok() && *v && f.ok() && f->passed;
+      passed[t] =
+          CheckCandidate(part, parts[p][tried[t]].parts[0], options, options.seed ^ (0x51 + t), options.seed + 11 * t)
+              .passed;
     });
     std::optional<size_t> fastest;
     double fastest_us = 0;
@@ -621,12 +633,11 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
       double error = 0;
       for (size_t p = 0; p < ranked[i].parts.size() && pass; ++p) {
         const Region& part = part_region(ranked[i], p);
-        const uint64_t seed = options.seed ^ (0x9e37 + i + (p << 20));
-        absl::StatusOr<bool> v = VerifyOverFiniteFields(part, ranked[i].parts[p], options.verify_tests, seed);
-        absl::StatusOr<FloatCheck> f = CheckFloatingPoint(part, ranked[i].parts[p], options.seed + 7 * i + p);
-        pass = v.ok() && *v && f.ok() && f->passed;
-        float_fail = f.ok() && !f->passed;
-        error = f.ok() ? std::max(error, f->max_error) : -1;
+        const Checked c = CheckCandidate(part, ranked[i].parts[p], options, options.seed ^ (0x9e37 + i + (p << 20)),
+                                         options.seed + 7 * i + p);
+        pass = c.passed;
+        float_fail = c.float_failed;
+        error = c.error < 0 ? -1 : std::max(error, c.error);
       }
       passed[i] = pass;
       errors[i] = error;

@@ -29,6 +29,16 @@ __device__ __forceinline__ void mma_bf16(float c[4], const unsigned a[4], const 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// Two 8x8 16-bit matrices from shared memory (ldmatrix .x2): lanes 0-15
+// give the addresses (lane q * 8 + r: matrix q's row r, 16 bytes aligned);
+// r0 and r1 are the lane's parts of matrices 0 and 1. The .trans form gives
+// their transposes'.
+__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned& r0, unsigned& r1, unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(address));
+}
 // Four 8x8 16-bit matrices from shared memory (ldmatrix .x4): lane q * 8 + r
 // gives the address of matrix q's row r (16 bytes aligned), r[q] is the
 // lane's part of matrix q; the .trans form gives their transposes'.
@@ -68,8 +78,7 @@ __device__ __forceinline__ void load_b_fragment(unsigned b[2], const unsigned sh
 // gives the address of row n0 + l % 8 at column k0 + 8 * (l / 8), 16 bytes
 // aligned; the other lanes' are unused.
 __device__ __forceinline__ void load_b_fragment_rows(unsigned b[2], const void* row) {
-  const unsigned address = shared_address(row);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(b[0]), "=r"(b[1]) : "r"(address));
+  ldmatrix_x2(b[0], b[1], shared_address(row));
 }
 
 // The B fragments of two adjacent n8 columns of tiles from an [n][k] tile
@@ -85,10 +94,7 @@ __device__ __forceinline__ void load_b_fragments_rows_x2(unsigned b[4], unsigned
 // shared memory (ldmatrix .trans): lane l (of 0-15) gives the address of
 // row k0 + l at column n0, 16 bytes aligned; the other lanes' are unused.
 __device__ __forceinline__ void load_b_fragment_trans(unsigned b[2], const void* row) {
-  const unsigned address = shared_address(row);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
-               : "=r"(b[0]), "=r"(b[1])
-               : "r"(address));
+  ldmatrix_x2_trans(b[0], b[1], shared_address(row));
 }
 
 // The B fragments of two adjacent n8 columns of tiles at once: lanes 0-15
@@ -108,8 +114,7 @@ __device__ __forceinline__ void load_a_fragment_x4(unsigned a[4], const void* ro
   ldmatrix_x4(a, shared_address(row));
 }
 __device__ __forceinline__ void load_a_fragment_x2(unsigned a[4], const void* row) {
-  const unsigned address = shared_address(row);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(a[0]), "=r"(a[2]) : "r"(address));
+  ldmatrix_x2(a[0], a[2], shared_address(row));
   a[1] = a[3] = 0u;
 }
 
