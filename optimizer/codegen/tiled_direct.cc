@@ -337,6 +337,20 @@ void TiledGenerator::EmitMmaA(int i, const std::string& m0, const std::string& i
              RingSlot(a, "stage", absl::StrCat(row, " * ", va, " + c * 2 + ", x4 ? "(q >> 1)" : "(q & 1)")), ");");
     return;
   }
+  if (plan.a_packed >= 0) {
+    e_.Linef("const uint4 pk = reinterpret_cast<const uint4*>(smem + ", plan.a_packed, ")[((", m0, ") / 16 * ",
+             plan.depth / 16, " + c) * 32 + lane];");
+    e_.Linef(fa, "[0] = pk.x, ", fa, "[1] = pk.y, ", fa, "[2] = pk.z, ", fa, "[3] = pk.w;");
+    return;
+  }
+  EmitMmaAFromTile(i, m0, fa);
+}
+
+void TiledGenerator::EmitMmaAFromTile(int i, const std::string& m0, const std::string& fa) {
+  const TileOp& op = b_.tile_ops[i];
+  const MatmulPlan& plan = matmuls_[i];
+  const int a = op.args[0];
+  const bool whole_rows = plan.rows % 16 == 0;
   // Pairs of f32 elements (8-byte aligned: the depth is a multiple of 16).
   // A computed A's elements past the in-range k are zeros: B's are zero
   // there, but A's may be inf (an exponential of a score that is no
@@ -407,7 +421,7 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   }
   const int a = op.args[0], bm = BInput(i);
   const int64_t warps = b_.threads / 32, tiles = plan.n8s * plan.m16s;
-  if (!plan.a_ring) Read(a, false);
+  if (!plan.a_ring && plan.a_packed < 0) Read(a, false);
   Read(bm, false);  // other threads' copies into the ring
   for (const int q : plan.sharing_a) Read(BInput(q), false);
   if (plan.b_scale >= 0) Read(plan.b_scale, false);

@@ -9,7 +9,10 @@
 // instead, FlashDecoding within the block, and combine after the loop).
 // With more warps than slabs, the warps come in groups of one per slab,
 // each group taking its share of every step's keys, and the groups
-// combine after the loop. The generic form
+// combine after the loop. One slab whose O is wide (MLA's decode step over
+// the latent: 16 heads, 256 columns) has the warps share out O's columns
+// instead: each warp takes the step's S and P whole (the scores' products
+// taken once a warp, which at one slab are few) and its own columns of O. The generic form
 // takes five barriers a step (S to shared memory, the max, the
 // exponentials, the products); here warp w keeps rows 16w..16w+15 of S, P,
 // O, the running max and the row sum in registers, the max and sum of a
@@ -61,13 +64,26 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     // us on gqa_bs1 and gqa_bs8, against 24 and 45 with 64 rows owned by
     // warps: each block reads all of K and V again.)
     const bool keys_split = s_plan.rows < 16 && s_plan.n8s == 2 * warps && pv_plan.n8s <= 16;
+    // One slab, O's columns shared out: each warp S's columns all (up to
+    // 64 keys) and n8s / warps of O's. On an H100, MLA's decode step
+    // (16 heads, latent 256, 32 keys a step) took ~3800 cycles a step in
+    // the generic form's five barriers, S and P through shared memory.
+    // Only where the block holds all the rows (MLA's heads): with the
+    // rows over the grid, each block would read all of K and V again (as
+    // the note above found for keys shared out).
+    const TileAxis& s_rows = RowAxis(s);
+    const bool rows_whole = s_rows.source != TileAxis::Source::kGrid ||
+                            (s_rows.extent.is_concrete() && s_rows.extent.value() <= s_rows.size);
+    const bool cols_split = !keys_split && rows_whole && s_plan.m16s == 1 && pv_plan.n8s % warps == 0 &&
+                            s_plan.n8s <= 8 && !exp.mask.on();
     // Two slabs a warp where the tile has two for each warp: S's and O's
     // fragments of both: 4 x (16 + 32) registers for 64 keys at head dim
     // 128 (FlashAttention-2's 128 x 64 tiles).
     const int64_t warp_slabs = !keys_split && s_plan.m16s == 2 * warps ? 2 : 1;
-    if (!keys_split && (s_plan.rows <= 16 || s_plan.m16s > warp_slabs * warps)) continue;
+    if (!keys_split && !cols_split && (s_plan.rows <= 16 || s_plan.m16s > warp_slabs * warps)) continue;
     if (pv_plan.rows != s_plan.rows || s_plan.n8s % 2 != 0 || pv_plan.depth != s_plan.cols) continue;
-    if (!keys_split && s_plan.n8s + pv_plan.n8s > (warp_slabs == 1 ? 32 : 24)) continue;
+    const int64_t o_n8s = cols_split ? pv_plan.n8s / warps : pv_plan.n8s;
+    if (!keys_split && s_plan.n8s + o_n8s > (warp_slabs == 1 ? 32 : 24)) continue;
     // Warps to spare over the slabs, where no SM gets a second block to
     // run in their place: groups of a warp per slab share out each step's
     // keys, two or more columns of tiles (16 keys) a group. (On an H100,
@@ -76,7 +92,7 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     // blocks of 4 warps took 31.)
     int64_t groups = 1;
     const bool sm_to_itself = ugraph::LaunchedBlocks(b_) <= ugraph::kPlannedSms;
-    if (!keys_split && sm_to_itself && flash_groups_allowed_ && warps > s_plan.m16s && warps % s_plan.m16s == 0) {
+    if (!keys_split && !cols_split && sm_to_itself && flash_groups_allowed_ && warps > s_plan.m16s && warps % s_plan.m16s == 0) {
       const int64_t g = warps / s_plan.m16s;
       if (s_plan.n8s % (2 * g) == 0) groups = g;
     }
@@ -102,6 +118,7 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.pv = pv;
     flash_.sum = sum;
     flash_.keys_split = keys_split;
+    flash_.cols_split = cols_split;
     flash_.groups = groups;
     flash_.warp_slabs = warp_slabs;
     const int a = b_.tile_ops[s].args[0], b1 = b_.tile_ops[s].args[1];
@@ -111,10 +128,10 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
     flash_.a_registers = a_before && (warp_slabs == 1 || s_plan.depth <= 64);
     flash_.a_shared = a_before && !flash_.a_registers;
-    registers_ += FlashOffsets(s, FlashColumns()) + FlashOffsets(pv, pv_plan.n8s);
+    registers_ += FlashOffsets(s, FlashColumns()) + FlashOffsets(pv, FlashOColumns());
     if (flash_.a_registers) registers_ += 4 * warp_slabs * s_plan.depth / 16;
     if (warp_slabs == 1) {
-      registers_ += 4 * (FlashColumns() + pv_plan.n8s) + 8;
+      registers_ += 4 * (FlashColumns() + FlashOColumns()) + 8;
     } else {
       // The products' plans counted both slabs' S and O fragments; with
       // them the count passes what a thread may hold, and the compiler
@@ -135,8 +152,9 @@ void TiledGenerator::DropFlashTiles() {
 void TiledGenerator::DeclareFlash() {
   const MatmulPlan& pv = matmuls_[flash_.pv];
   const int64_t slabs = flash_.warp_slabs;
-  e_.Linef("float o", flash_.pv, "[", slabs, "][", pv.n8s, "][4] = {};  // x", flash_.pv,
-           "'s accumulator fragments: this warp's ", 16 * slabs, " rows");
+  e_.Linef("float o", flash_.pv, "[", slabs, "][", FlashOColumns(), "][4] = {};  // x", flash_.pv,
+           "'s accumulator fragments: this warp's ", 16 * slabs, " rows",
+           flash_.cols_split ? absl::StrCat(", its ", 8 * FlashOColumns(), " columns") : "");
   e_.Linef("float run_max[", slabs, "][2], run_sum[", slabs, "][2];  // x", flash_.exp,
            "'s: rows g and g + 8 of each slab");
   OpenFlashSlabs();
@@ -190,9 +208,10 @@ void TiledGenerator::EmitFlashStep() {
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
            flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
-           split         ? ": each warp 16 keys"
-           : groups > 1  ? absl::StrCat(": each warp ", rows, " and its group's ", sn * 8, " keys of ", s.cols)
-                         : absl::StrCat(": each warp ", rows),
+           split              ? ": each warp 16 keys"
+           : groups > 1       ? absl::StrCat(": each warp ", rows, " and its group's ", sn * 8, " keys of ", s.cols)
+           : flash_.cols_split ? absl::StrCat(": each warp ", rows, " and ", 8 * FlashOColumns(), " columns of O")
+                              : absl::StrCat(": each warp ", rows),
            ", in registers (no barrier)");
   e_.Open("");
   DeclareMmaLane();
@@ -200,7 +219,7 @@ void TiledGenerator::EmitFlashStep() {
   const std::string col0 = split ? "warp * 16 + " : groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ") : "";
   OpenFlashWarps();
   DeclareFlashOffsets(flash_.scores, sn, first);
-  DeclareFlashOffsets(flash_.pv, pv.n8s, "0");
+  DeclareFlashOffsets(flash_.pv, FlashOColumns(), FlashOFirst());
   // 1. S = A @ B1: the warp's rows, its columns; each of B's fragments
   // serves every slab.
   e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
@@ -291,7 +310,7 @@ void TiledGenerator::EmitFlashStep() {
   // all run the step).
   e_.Open("if (__any_sync(0xffffffffu, factor[sl][0] != 1.0f || factor[sl][1] != 1.0f))");
   e_.Line("#pragma unroll");
-  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv,
+  e_.Linef("for (int v = 0; v < ", FlashOColumns(), "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv,
            "[sl][v][h] *= factor[sl][h >> 1];");
   e_.Close();
   e_.Close();
@@ -322,7 +341,8 @@ void TiledGenerator::EmitFlashStep() {
   e_.Linef("fa[sl][3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
   e_.Close();
   e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
-  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), pv.n8s, "0", absl::StrCat("(", col0, "c * 16)"));
+  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), FlashOColumns(), FlashOFirst(),
+                    absl::StrCat("(", col0, "c * 16)"));
   e_.Close();
   CloseFlashWarps();
   e_.Close();
@@ -351,8 +371,18 @@ int64_t TiledGenerator::FlashColumns() const {
   return flash_.keys_split ? 2 : matmuls_[flash_.scores].n8s / flash_.groups;
 }
 
+int64_t TiledGenerator::FlashOColumns() const {
+  const int64_t n8s = matmuls_[flash_.pv].n8s;
+  return flash_.cols_split ? n8s / (b_.threads / 32) : n8s;
+}
+
+std::string TiledGenerator::FlashOFirst() const {
+  return flash_.cols_split ? absl::StrCat("warp * ", FlashOColumns()) : "0";
+}
+
 bool TiledGenerator::FlashWarpsIdle() const {
-  return !flash_.keys_split && flash_.groups == 1 && matmuls_[flash_.scores].m16s < b_.threads / 32;
+  return !flash_.keys_split && !flash_.cols_split && flash_.groups == 1 &&
+         matmuls_[flash_.scores].m16s < b_.threads / 32;
 }
 
 void TiledGenerator::OpenFlashWarps() {
@@ -362,7 +392,8 @@ void TiledGenerator::OpenFlashWarps() {
     e_.Linef("const int m0 = warp % ", slabs, " * 16, kg = warp / ", slabs, ";  // the warp's slab and group");
     return;
   }
-  e_.Linef("const int m0 = ", flash_.keys_split ? "0" : absl::StrCat("warp * ", 16 * flash_.warp_slabs),
+  e_.Linef("const int m0 = ",
+           flash_.keys_split || flash_.cols_split ? "0" : absl::StrCat("warp * ", 16 * flash_.warp_slabs),
            ";  // the warp's first row");
 }
 
@@ -546,9 +577,11 @@ void TiledGenerator::EmitFlashFlush() {
   e_.Line("const int r = m0 + 16 * sl + g + 8 * h;");
   e_.Linef("if (r >= ", pv.rows, ") continue;");
   e_.Line("#pragma unroll");
-  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int q = 0; q < 2; ++q) ", Buffer(out), "[r * ", pv.cols,
-           " + v * 8 + t2 + q] = o", flash_.pv, "[sl][v][2 * h + q];");
-  e_.Open("if ((lane & 3) == 0)");
+  const std::string first = flash_.cols_split ? absl::StrCat("(", FlashOFirst(), " + v)") : "v";
+  e_.Linef("for (int v = 0; v < ", FlashOColumns(), "; ++v) for (int q = 0; q < 2; ++q) ", Buffer(out), "[r * ",
+           pv.cols, " + ", first, " * 8 + t2 + q] = o", flash_.pv, "[sl][v][2 * h + q];");
+  // (Every warp has the rows' max and sum: warp 0 writes them.)
+  e_.Open(flash_.cols_split ? "if ((lane & 3) == 0 && warp == 0)" : "if ((lane & 3) == 0)");
   if (flash_.sum >= 0) {
     const TileInfo& sums = tiles_[fused_into_[flash_.sum]];
     e_.Linef(Buffer(fused_into_[flash_.sum]), "[", RowMajor(Sizes(sums), RowCoords(sums, "r")), "] = total;");

@@ -59,7 +59,8 @@ MatmulPath TiledGenerator::matmul_path() const {
 
 int64_t TiledGenerator::mma_warps() const {
   const int64_t warps = b_.threads / 32;
-  if (flash_.keys_split || flash_.groups > 1) return warps;              // a warp per 16 keys, or per slab and group
+  // A warp per 16 keys, per slab and group, or per columns of O.
+  if (flash_.keys_split || flash_.groups > 1 || flash_.cols_split) return warps;
   if (flash_.pv >= 0) return std::min(warps, matmuls_[flash_.pv].m16s);  // a warp per slab of rows
   int64_t most = 0;
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
@@ -534,6 +535,7 @@ absl::Status TiledGenerator::Generate() {
       e_.Linef("float rs", i, "[", inputs_[register_sum_[i]].per_thread, "] = {};  // x", i,
                "'s partial sums in registers");
     }
+    EmitPackedA();
     EmitPrefetch(/*first=*/true);
     // The ring's first copies overwrite the tiles read only before the
     // loop: every thread is done with them first.

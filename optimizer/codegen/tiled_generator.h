@@ -429,6 +429,11 @@ class TiledGenerator {
     // product's dtype, as the f32 tile of B would be. The tile op of s
     // (b_scale) and of X (b_input); -1: none.
     int b_scale = -1, b_input = -1;
+    // A computed or loaded before the loop, packed once into its mma
+    // fragments in shared memory at `a_packed` (floats; -1: not packed):
+    // [m16 slab][k chunk][lane], a lane's four words one 16-byte read (see
+    // PlanPackedA). Its f32 tile is read only by the packing.
+    int64_t a_packed = -1;
   };
   // The tile op matmul i takes B's fragments from: its B, or the ring
   // tile a column-scaled B is read from (MatmulPlan::b_scale).
@@ -512,6 +517,13 @@ class TiledGenerator {
   // Declares `fa`, A's fragment of matmul i at rows `m0` and k chunk c;
   // with `into`, writes that fragment (unsigned[4]) instead.
   void EmitMmaA(int i, const std::string& m0 = "m0", const std::string& into = "");
+  // EmitMmaA's reads of A's f32 tile, each pair rounded to the product's dtype.
+  void EmitMmaAFromTile(int i, const std::string& m0, const std::string& fa);
+  // Products whose A the loop reads unchanged every step: A packed into its
+  // fragments before the loop (MatmulPlan::a_packed).
+  void PlanPackedA();
+  int64_t PackedAFloats(int i) const;
+  void EmitPackedA();
   // `value`, an operand element of matmul i at the lane's k (chunk c, its
   // t2 plus `offset`), where that k is in range, else 0: a computed
   // operand's k tail may hold inf, and inf * 0 is NaN.
@@ -543,6 +555,9 @@ class TiledGenerator {
     // and the warps' parts are combined after the loop (FlashDecoding
     // within the block). Otherwise warp w owns rows 16w..16w+15.
     bool keys_split = false;
+    // One slab of rows, O's columns shared out: warp w takes the step's S
+    // and P whole and columns w * FlashOColumns() on of O (no combine).
+    bool cols_split = false;
     // Rows owned by warps with warps to spare: the warps come in `groups`
     // of one warp per slab, and group q takes the q-th share of each
     // step's keys (its own running max, row sums and P@V fragments) for
@@ -602,6 +617,10 @@ class TiledGenerator {
   // owned by warps, fewer slabs than warps, no groups); Open declares the
   // warp's first row `m0` inside that guard (and with groups, the warp's
   // group `kg`), Close ends it.
+  // O's columns of tiles a warp holds, and the first (code), where the
+  // warps share them out (FlashPlan::cols_split); else all, from 0.
+  int64_t FlashOColumns() const;
+  std::string FlashOFirst() const;
   bool FlashWarpsIdle() const;
   void OpenFlashWarps();
   void CloseFlashWarps();
@@ -695,6 +714,10 @@ class TiledGenerator {
   // The linear loop over the elements of tile t in this block's share, `width`
   // a thread at a time (all of them where t does not have the axis).
   void OpenShareLinear(const TileInfo& t, int width);
+  // The same loop, a warp per element (its lanes take the blocks).
+  void OpenShareRows(const TileInfo& t);
+  // The elements [first, end) of tile t in this block's share, as code.
+  std::pair<std::string, std::string> ShareRange(const TileInfo& t) const;
   // Whether `width` elements a thread can start at the share's first.
   bool ShareAligned(const TileInfo& t, int width) const;
   // A condition on an output's coordinates: in this block's share (or the
@@ -708,6 +731,12 @@ class TiledGenerator {
   // block's factor to it (SplitFactors) and the row sums (SplitRowSum),
   // then a barrier.
   void EmitSplitShifts(const std::string& split, int64_t floats, bool combine);
+  // The combine of running max s and its row sums: a warp per row where a
+  // block combines few rows (WarpPerSplitRow) and the blocks are many, or a
+  // thread per row.
+  bool WarpPerSplitRow(const TileInfo& rows) const;
+  void EmitWarpSplitShift(int s, int64_t floats, const std::vector<std::pair<int, int64_t>>& sums);
+  void EmitThreadSplitShift(int s, int64_t floats, const std::vector<std::pair<int, int64_t>>& sums);
   // The accumulators, in the workspace's order, and each one's offset in a
   // block's partials (floats).
   std::vector<std::pair<int, int64_t>> SplitAccumulators() const;

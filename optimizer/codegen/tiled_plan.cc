@@ -72,7 +72,8 @@ std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
     for (size_t k = 0; k < op.args.size(); ++k) {
       // The flash scores' A taken into registers (or packed) before the loop (DeclareFlash).
       const bool in_registers =
-          static_cast<int>(i) == flash_.scores && k == 0 && (flash_.a_registers || flash_.a_shared);
+          k == 0 && ((static_cast<int>(i) == flash_.scores && (flash_.a_registers || flash_.a_shared)) ||
+                     matmuls_[i].a_packed >= 0);
       only[op.args[k]] = only[op.args[k]] && (phase_[i] == Phase::kBefore || in_registers);
     }
     if (op.rescale >= 0) only[op.rescale] = false;
@@ -174,6 +175,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   PlanDirect(uses);
   PlanStepMma(uses);
   PlanFlash(uses);
+  PlanPackedA();
   for (size_t i = 0; i < n; ++i) {
     if (matmuls_[i].direct && matmuls_[i].per_warp > 16 && static_cast<int>(i) != flash_.pv) {
       return absl::UnimplementedError(
@@ -214,6 +216,11 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   }
   flash_.a_offset = flash_.a_shared ? buffers_ : -1;
   buffers_ += FlashSharedAFloats();
+  for (size_t i = 0; i < n; ++i) {
+    if (matmuls_[i].a_packed < 0) continue;
+    matmuls_[i].a_packed = buffers_;
+    buffers_ += PackedAFloats(static_cast<int>(i));
+  }
   PlanShifts();
   const int64_t limit = ugraph::DeviceLimits().max_shared_memory_per_block;
   if (4 * buffers_ > limit) {

@@ -444,11 +444,17 @@ TEST(AttentionSearch, TheSplitCombineLoadsEveryBlocksPartialsAtOnce) {
     ASSERT_NE(combine, std::string::npos) << source.source;
     const std::string last = source.source.substr(combine);
     EXPECT_EQ(last.find("__ldcg(reinterpret_cast<const float4*>(partials") != std::string::npos, d == 64) << last;
-    // One exponential per block and row: the row sums added beside it.
-    const size_t factor = last.find("split_factor(maxes[q], m)");
+    // One exponential per block and row: the row sums added beside it. A
+    // warp per row (few rows a block) loads the sums with the maxes.
+    const size_t factor = last.find("split_factor(maxes[");
     ASSERT_NE(factor, std::string::npos) << last;
     EXPECT_EQ(factor, last.rfind("split_factor(")) << last;
-    EXPECT_NE(last.find(" += __ldcg(partials + q * ", factor), std::string::npos) << last;
+    if (last.find("m = warp_reduce<true>(m);") != std::string::npos) {
+      EXPECT_THAT(last, ::testing::ContainsRegex("parts[0-9]+\\[j\\] = [^;]*__ldcg\\(partials \\+ q \\* "));
+      EXPECT_NE(last.find("[j] * f;", factor), std::string::npos) << last;
+    } else {
+      EXPECT_NE(last.find(" += __ldcg(partials + q * ", factor), std::string::npos) << last;
+    }
     EXPECT_THAT(last, ::testing::ContainsRegex("const float f[0-9]+ = \\(scratch \\+ [0-9]+\\)\\[q \\* "));
     const size_t loop = last.find("for (int q = 0; q < 8; ++q) {");
     ASSERT_NE(loop, std::string::npos) << last;

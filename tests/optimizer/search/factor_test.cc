@@ -144,6 +144,13 @@ TEST(FactorProducts, TheComposedGraphIsChosenWhereItRunsFastest) {
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*r.graph, static_cast<int>(k));
     ASSERT_TRUE(source.ok()) << source.status();
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, *source);
+    if (k != 1) continue;
+    // The attention between: the flash path with O's 256 columns shared
+    // out among the warps (each takes S and P whole, in registers), and a
+    // split combine of a warp per row (each block combines one head's).
+    const std::string& code = source->source;
+    EXPECT_NE(code.find("columns of O, in registers (no barrier)"), std::string::npos) << code;
+    EXPECT_NE(code.find("m = warp_reduce<true>(m);", code.find("if (split_last)")), std::string::npos) << code;
   }
 }
 

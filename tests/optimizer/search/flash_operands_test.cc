@@ -80,5 +80,31 @@ TEST(FlashOperands, KeysByRowsAreReadTwoColumnsOfTilesAtATime) {
   }
 }
 
+// One slab of rows held whole by the block, O wide (MLA's heads against
+// its latent): every warp takes S and P whole, and its own columns of O
+// (its B offsets from its first column of tiles); after the loop each
+// warp stores its columns, warp 0 the rows' max and sum.
+TEST(FlashOperands, AWideOOfOneSlabIsSharedOutByColumns) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  const FusedCase c = RowKeysAttentionCase(1, 16, 256, 4096);
+  codegen::KernelSource source;
+  const std::string loop = ChosenLoop(c, &source);
+  const size_t step = loop.find("columns of O, in registers (no barrier)");
+  ASSERT_NE(step, std::string::npos) << source.source;
+  EXPECT_EQ(source.mma_warps, source.threads / 32);
+  // The columns of tiles a warp holds, from O's declaration.
+  const std::string declared = "'s accumulator fragments: this warp's 16 rows, its ";
+  const size_t at = source.source.find(declared);
+  ASSERT_NE(at, std::string::npos) << source.source;
+  const int per_warp = std::stoi(source.source.substr(at + declared.size())) / 8;
+  ASSERT_GE(per_warp, 1);
+  const std::string first = absl::StrCat("warp * ", per_warp);
+  EXPECT_THAT(loop.substr(step), ::testing::HasSubstr(first)) << "B from the warp's first column of tiles";
+  EXPECT_THAT(loop, ::testing::HasSubstr(absl::StrCat("(", first, " + v) * 8 + t2 + q] = o")));
+  EXPECT_THAT(loop, ::testing::HasSubstr("if ((lane & 3) == 0 && warp == 0)"));
+  EXPECT_EQ(loop.find("if (warp < "), std::string::npos) << "no warp idles";
+  if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+}
+
 }  // namespace
 }  // namespace kiln::search

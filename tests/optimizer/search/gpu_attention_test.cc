@@ -41,7 +41,7 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
 }
 
 struct Runs {
-  int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0, key_groups = 0;
+  int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0, key_groups = 0, cols_split = 0;
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -88,6 +88,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.keys_shared += source->mma_warps == s.threads / 32 && source->step_barriers == 1 &&
                         source->source.find("each warp 16 keys") != std::string::npos;
     runs.key_groups += source->source.find("each warp 16 rows and its group's") != std::string::npos;
+    runs.cols_split += source->source.find("columns of O, in registers") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -262,6 +263,24 @@ TEST(GpuAttention, CausalMatchesTheCpu) {
   }
   EXPECT_GE(runs.split, 6);
   EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
+}
+
+// One slab of query rows, all in the block, against a wide V (MLA's
+// attention over its latent once factored: 16 heads, 256 columns): the
+// flash path with O's columns shared out among the warps, each taking S
+// and P whole. Odd shapes: 13 rows, a tail of keys, two batches.
+TEST(GpuAttention, WideOneSlabAttentionMatchesTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  // batch, queries, head dim, keys.
+  const std::vector<std::array<int64_t, 4>> shapes = {{1, 16, 256, 4097}, {1, 13, 128, 1000}, {2, 16, 256, 300}};
+  Runs runs;
+  for (const auto& [b, q, d, keys] : shapes) {
+    SCOPED_TRACE(::testing::Message() << b << "x" << q << "x" << d << "x" << keys);
+    RunSchedules(*executor, RowKeysAttentionCase(b, q, d, keys, DType::kF16), DType::kF16, 4, runs);
+  }
+  EXPECT_GE(runs.cols_split, 3) << "kernels whose warps share out O's columns";
+  EXPECT_GE(runs.split, 3);
 }
 
 // MLA from its naive form (K and V up-projected from the latent cache):
