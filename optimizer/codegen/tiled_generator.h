@@ -605,8 +605,11 @@ class TiledGenerator {
   // Opens the loop over the warp's slabs (`sl`), fully unrolled so that
   // the flash registers indexed by it stay registers.
   void OpenFlashSlabs();
-  // The floats of FlashPlan::a_shared's fragments.
+  // The floats of FlashPlan::a_shared's fragments (or DeclareSharedRowsA's).
   int64_t FlashSharedAFloats() const;
+  // With O's columns shared out, Q's fragments into every warp's registers
+  // through one packed copy in shared memory (at FlashPlan::a_offset).
+  void DeclareSharedRowsA(int a, int64_t chunks);
   // Where the lane's words of slab `sl` and k chunk `c` lie among them.
   std::string FlashSharedAIndex() const;
   // Whether tile i is the flash path's O or row-sum accumulator, which

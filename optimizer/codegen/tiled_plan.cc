@@ -214,7 +214,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
     offsets_[i] = buffers_;
     buffers_ += tiles_[i].padded_floats();
   }
-  flash_.a_offset = flash_.a_shared ? buffers_ : -1;
+  flash_.a_offset = FlashSharedAFloats() > 0 ? buffers_ : -1;
   buffers_ += FlashSharedAFloats();
   for (size_t i = 0; i < n; ++i) {
     if (matmuls_[i].a_packed < 0) continue;
