@@ -92,7 +92,8 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     // blocks of 4 warps took 31.)
     int64_t groups = 1;
     const bool sm_to_itself = ugraph::LaunchedBlocks(b_) <= ugraph::kPlannedSms;
-    if (!keys_split && !cols_split && sm_to_itself && flash_groups_allowed_ && warps > s_plan.m16s && warps % s_plan.m16s == 0) {
+    if (!keys_split && !cols_split && sm_to_itself && flash_groups_allowed_ && warps > s_plan.m16s &&
+        warps % s_plan.m16s == 0) {
       const int64_t g = warps / s_plan.m16s;
       if (s_plan.n8s % (2 * g) == 0) groups = g;
     }
@@ -150,7 +151,6 @@ void TiledGenerator::DropFlashTiles() {
 }
 
 void TiledGenerator::DeclareFlash() {
-  const MatmulPlan& pv = matmuls_[flash_.pv];
   const int64_t slabs = flash_.warp_slabs;
   e_.Linef("float o", flash_.pv, "[", slabs, "][", FlashOColumns(), "][4] = {};  // x", flash_.pv,
            "'s accumulator fragments: this warp's ", 16 * slabs, " rows",
@@ -195,7 +195,6 @@ void TiledGenerator::DeclareFlash() {
 
 void TiledGenerator::EmitFlashStep() {
   const MatmulPlan& s = matmuls_[flash_.scores];
-  const MatmulPlan& pv = matmuls_[flash_.pv];
   const TileOp& s_op = b_.tile_ops[flash_.scores];
   const TileOp& pv_op = b_.tile_ops[flash_.pv];
   const int k_tile = s_op.args[1];

@@ -1,0 +1,144 @@
+// The plans of a graph-defined block's inputs, products and flash path
+// (TiledGenerator's), apart from the generator's declarations.
+#ifndef KILN_OPTIMIZER_CODEGEN_TILED_PLANS_H_
+#define KILN_OPTIMIZER_CODEGEN_TILED_PLANS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace kiln::codegen::tiled_internal {
+
+// How an input tile is read: `tasks` loads of `width` elements (16 bytes
+// along the last axis, or 1), unravelled over `task_sizes` in `order`
+// (the axis adjacent in memory last, so neighbouring threads coalesce).
+struct InputPlan {
+  DType dtype = DType::kF32;
+  int64_t width = 1;
+  // The tile axis its vectors of `width` elements run along: the last,
+  // or the one before it where that is the contiguous one (a transposed
+  // view: K^T read from K, MLA's C^T from C); -1 without vectors.
+  int vector_axis = -1;
+  std::vector<int64_t> task_sizes;
+  std::vector<int> order;
+  int64_t tasks = 0, per_thread = 0;
+  bool staged = false;
+  // Consumed from registers by a direct matmul: no tile in shared memory.
+  bool direct = false;
+  // Copied through the ring (PlanRing); its stages start at ring_offset
+  // floats into shared memory, `tasks` 16-byte slots each.
+  bool ring = false;
+  int64_t ring_offset = -1;
+  // The earlier input whose ring this one reads instead of copying its
+  // own: the same tensor elements, slot for slot (MLA's C and C^T).
+  int ring_of = -1;
+  bool swizzle = false;  // see RingSlot
+  // Read by threads other than the one that copied it (ldmatrix, or A of
+  // a direct matmul): the step's barrier comes before its reads.
+  bool cross_read = false;
+  // Widened into its f32 tile; false where every reader takes its values
+  // from the ring (direct matmuls, sums of it computed in registers).
+  bool tile = true;
+  // The slots of one row of its tasks: the count along the axis the
+  // tasks walk fastest (its vectors' axis, where it has vectors).
+  int64_t row_vectors() const { return order.empty() ? 0 : task_sizes[order.back()]; }
+};
+
+// How a matmul's outputs spread over the threads: a task is `per` rows of
+// one column; when there are fewer tasks than threads, `split` threads
+// share a task, each summing every split-th k, and a second pass adds
+// their partial sums (in slice order: deterministic) from `scratch`.
+struct MatmulPlan {
+  int64_t rows = 0, cols = 0, depth = 0, batches = 1;  // tile sizes
+  int64_t per = 1, groups = 1, tasks = 0, split = 1;
+  int64_t scratch = 0;  // offset of its partial sums in `scratch`
+  // Direct (see PlanDirect): B's vectors times A's column, summed in
+  // registers over the whole loop, `vectors` B vectors per tile row.
+  bool direct = false;
+  int64_t vectors = 0;
+  // A direct matmul on tensor cores (mma.sync m16n8k16): B's fragments
+  // read from the ring with ldmatrix, A's from its f32 tile rounded to
+  // the product's dtype (or its ring). The output's m16 x n8 tiles, row
+  // of tiles by row, are spread over the warps: warp w owns tiles
+  // w % tiles (+ j * warps, `per_warp` of them) and, when there are
+  // fewer tiles than warps, the k chunks of 16 w / tiles (mod k_groups).
+  bool mma = false;
+  int64_t n8s = 0, m16s = 1, per_warp = 1, k_groups = 1;
+  // A read straight from its ring (16-bit, no f32 tile): by ldmatrix on
+  // tensor cores (the ring swizzled), element by element otherwise.
+  bool a_ring = false;
+  // A tensor-core product of one loop step into its own tile (not summed
+  // across the loop): each warp owns whole n8 tiles (k_groups 1) and
+  // writes them out after its k chunks.
+  bool step = false;
+  // A direct product's odd k chunks summed into a second set of
+  // fragments (d<i>b), added to the first at the flush.
+  bool paired = false;
+  // A direct product whose A fragments another's loop loads (shares_a_of:
+  // that product; -1 none), and the products sharing this one's.
+  int shares_a_of = -1;
+  std::vector<int> sharing_a;
+  // Floats of scratch its flush after the loop takes (direct only).
+  int64_t flush = 0;
+  // A step's product whose B is a computed f32 tile (QK-norm's
+  // normalized K), not a ring tile: B's fragments from that tile,
+  // rounded to the product's dtype.
+  bool b_tile = false;
+  // B's ring holds it by rows of n (its vectors run along k, as a
+  // transposed view's do): fragments by ldmatrix without .trans.
+  bool b_rows = false;
+  // B = X * s with s a row vector (broadcast down B's rows), X a ring
+  // tile (QK-norm's K times each key's rsqrt): B's fragments are X's,
+  // read from the ring, each times its column's s and rounded to the
+  // product's dtype, as the f32 tile of B would be. The tile op of s
+  // (b_scale) and of X (b_input); -1: none.
+  int b_scale = -1, b_input = -1;
+  // A computed or loaded before the loop, packed once into its mma
+  // fragments in shared memory at `a_packed` (floats; -1: not packed):
+  // [m16 slab][k chunk][lane], a lane's four words one 16-byte read (see
+  // PlanPackedA). Its f32 tile is read only by the packing.
+  int64_t a_packed = -1;
+};
+
+// The online softmax with rows owned by warps (tiled_flash.cc): the
+// step's scores product, its stable exp, the rescaled product and row
+// sum that read it, all in registers. Ops by index, -1: none.
+struct FlashPlan {
+  int scores = -1, exp = -1, pv = -1, sum = -1;
+  // The scores' A (Q) is computed before the loop and its depth is read
+  // whole: each warp loads its fragments into registers once, not at
+  // every step (FlashAttention's Q in registers).
+  bool a_registers = false;
+  // The same, where two slabs' fragments would take too many registers
+  // (head dim past 64): packed once before the loop into shared memory
+  // at `a_offset` (floats), [warp][slab][k chunk][lane], each lane's
+  // four words one 16-byte read a step (FlashAttention-2's Q in shared
+  // memory, without the ldmatrix's address math).
+  bool a_shared = false;
+  int64_t a_offset = -1;
+  // One slab of rows (decode), the step's keys shared out: warp w takes
+  // keys 16w..16w+15 with its own running max, row sum and P@V sums,
+  // and the warps' parts are combined after the loop (FlashDecoding
+  // within the block). Otherwise warp w owns rows 16w..16w+15.
+  bool keys_split = false;
+  // One slab of rows, O's columns shared out: warp w takes the step's S
+  // and P whole and columns w * FlashOColumns() on of O (no combine).
+  bool cols_split = false;
+  // Rows owned by warps with warps to spare: the warps come in `groups`
+  // of one warp per slab, and group q takes the q-th share of each
+  // step's keys (its own running max, row sums and P@V fragments) for
+  // its slab; after the loop the other groups' registers are brought to
+  // group 0's through the scratch (EmitFlashGroupMerge). 1: no groups.
+  int64_t groups = 1;
+  // Slabs of 16 rows a warp owns: 2 where the query tile has two slabs
+  // for each warp (FlashAttention-2's 32 rows a warp), so that each of
+  // B's fragments feeds two products; else 1. The registers (sc, o, the
+  // running max and sum) have the slab as their first index.
+  int64_t warp_slabs = 1;
+};
+
+}  // namespace kiln::codegen::tiled_internal
+
+#endif  // KILN_OPTIMIZER_CODEGEN_TILED_PLANS_H_
