@@ -12,11 +12,11 @@
 // combine after the loop. One slab whose O is wide (MLA's decode step over
 // the latent: 16 heads, 256 columns) has the warps share out O's columns
 // instead: each warp takes the step's S and P whole (the scores' products
-// taken once a warp, which at one slab are few) and its own columns of O. The generic form
-// takes five barriers a step (S to shared memory, the max, the
-// exponentials, the products); here warp w keeps rows 16w..16w+15 of S, P,
-// O, the running max and the row sum in registers, the max and sum of a
-// row are a quad's shuffles, and S's accumulator fragments are P@V's A
+// taken once a warp, which at one slab are few) and its own columns of O.
+// The generic form takes five barriers a step (S to shared memory, the
+// max, the exponentials, the products); here warp w keeps rows 16w..16w+15
+// of S, P, O, the running max and the row sum in registers, the max and
+// sum of a row are a quad's shuffles, and S's accumulator fragments are P@V's A
 // fragments (m16n8 C and m16k16 A share their rows and columns): the step
 // takes only the ring's barrier. Where the tile has two slabs for each
 // warp, warp w keeps rows 32w..32w+31 (FlashAttention-2's layout): each
@@ -64,8 +64,8 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     // us on gqa_bs1 and gqa_bs8, against 24 and 45 with 64 rows owned by
     // warps: each block reads all of K and V again.)
     const bool keys_split = s_plan.rows < 16 && s_plan.n8s == 2 * warps && pv_plan.n8s <= 16;
-    // One slab, O's columns shared out: each warp S's columns all (up to
-    // 64 keys) and n8s / warps of O's. On an H100, MLA's decode step
+    // One slab, O's columns shared out: each warp takes all of S's
+    // columns (up to 64 keys) and n8s / warps of O's. On an H100, MLA's decode step
     // (16 heads, latent 256, 32 keys a step) took ~3800 cycles a step in
     // the generic form's five barriers, S and P through shared memory.
     // Only where the block holds all the rows (MLA's heads): with the
