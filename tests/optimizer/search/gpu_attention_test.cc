@@ -42,6 +42,7 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
 
 struct Runs {
   int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0, key_groups = 0, cols_split = 0;
+  int packed_a = 0;  // step products reading A's fragments packed before the loop
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -96,6 +97,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
                         source->source.find("each warp 16 keys") != std::string::npos;
     runs.key_groups += source->source.find("each warp 16 rows and its group's") != std::string::npos;
     runs.cols_split += source->source.find("columns of O, in registers") != std::string::npos;
+    runs.packed_a += source->source.find("packed: [m16 slab][k chunk][lane]") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -118,6 +120,7 @@ TEST(GpuAttention, OnlineSoftmaxWholeAndSplitMatchesTheCpu) {
   EXPECT_GE(runs.key_groups, 2) << "kernels whose groups of warps share out the keys";
   EXPECT_GE(runs.split, 8) << "the decode shapes (one query) split their keys";
   EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
+  EXPECT_GE(runs.packed_a, 4) << "the generic step's scores reading Q's fragments packed before the loop";
 }
 
 // A variant of attention at three odd shapes (decode, a 17-query tile
@@ -309,6 +312,7 @@ TEST(GpuAttention, MlaMatchesTheCpu) {
                  /*one_kernel=*/true);
   }
   EXPECT_GE(runs.split, 4);
+  EXPECT_GE(runs.packed_a, 3) << "the scores reading t = q W_uk^T's fragments packed before the loop";
 }
 
 }  // namespace
