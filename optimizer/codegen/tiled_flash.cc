@@ -359,19 +359,9 @@ void TiledGenerator::DeclareSharedRowsA(int a, int64_t chunks) {
   // f32 tile by every warp, at 8-way bank conflicts (its rows lie a multiple
   // of 32 floats apart), they took ~2100 cycles of MLA's middle kernel on
   // an H100 (4 warps, 16 chunks).
-  const int64_t warps = b_.threads / 32;
   e_.Linef("uint4* const qp = reinterpret_cast<uint4*>(smem + ", flash_.a_offset, ");  // x", a,
            "'s fragments packed: [k chunk][lane]");
-  e_.Open("");
-  DeclareMmaLane();
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int i = 0; i < ", (chunks + warps - 1) / warps, "; ++i)"));
-  e_.Linef("const int c = warp + i * ", warps, ";");
-  if (chunks % warps != 0) e_.Linef("if (c >= ", chunks, ") break;");
-  EmitMmaA(flash_.scores, "0");
-  e_.Line("qp[c * 32 + lane] = make_uint4(fa[0], fa[1], fa[2], fa[3]);");
-  e_.Close();
-  e_.Close();
+  EmitPackFragments(flash_.scores, flash_.a_offset);
   Sync();
   e_.Open("");
   e_.Line("const int lane = threadIdx.x & 31;");

@@ -437,6 +437,10 @@ class TiledGenerator {
   void PlanPackedA();
   int64_t PackedAFloats(int i) const;
   void EmitPackedA();
+  // A's fragments of product mm from its f32 tile into shared memory at
+  // `offset` (floats), [m16 slab][k chunk][lane], the warps taking them in
+  // turn (no barrier after).
+  void EmitPackFragments(int mm, int64_t offset);
   // `value`, an operand element of matmul i at the lane's k (chunk c, its
   // t2 plus `offset`), where that k is in range, else 0: a computed
   // operand's k tail may hold inf, and inf * 0 is NaN.

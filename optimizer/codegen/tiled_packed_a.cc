@@ -32,25 +32,36 @@ int64_t TiledGenerator::PackedAFloats(int i) const {
   return plan.a_packed < 0 ? 0 : plan.m16s * (plan.depth / 16) * 32 * 4;
 }
 
+void TiledGenerator::EmitPackFragments(int mm, int64_t offset) {
+  const MatmulPlan& plan = matmuls_[mm];
+  const int64_t chunks = plan.depth / 16, fragments = plan.m16s * chunks, warps = b_.threads / 32;
+  e_.Open("");
+  DeclareMmaLane();
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int i = 0; i < ", (fragments + warps - 1) / warps, "; ++i)"));
+  e_.Linef("const int f = warp + i * ", warps, ";");
+  if (fragments % warps != 0) e_.Linef("if (f >= ", fragments, ") break;");
+  if (plan.m16s == 1) {
+    e_.Line("const int m0 = 0, c = f;");
+  } else {
+    e_.Linef("const int m0 = f / ", chunks, " * 16, c = f % ", chunks, ";");
+  }
+  e_.Line("unsigned fa[4];");
+  EmitMmaAFromTile(mm, "m0", "fa");
+  e_.Linef("reinterpret_cast<uint4*>(smem + ", offset, ")[f * 32 + lane] = make_uint4(fa[0], fa[1], fa[2], fa[3]);");
+  e_.Close();
+  e_.Close();
+}
+
 void TiledGenerator::EmitPackedA() {
   bool any = false;
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const MatmulPlan& plan = matmuls_[i];
     if (plan.a_packed < 0) continue;
     const int a = b_.tile_ops[i].args[0];
-    const int64_t chunks = plan.depth / 16, fragments = plan.m16s * chunks;
     Read(a, false);
     e_.Linef("// x", i, "'s A fragments (x", a, ", the same every step), packed: [m16 slab][k chunk][lane]");
-    e_.Open("");
-    DeclareMmaLane();
-    e_.Open(absl::StrCat("for (int f = warp; f < ", fragments, "; f += ", b_.threads / 32, ")"));
-    e_.Linef("const int m0 = f / ", chunks, " * 16, c = f % ", chunks, ";");
-    e_.Line("unsigned fa[4];");
-    EmitMmaAFromTile(static_cast<int>(i), "m0", "fa");
-    e_.Linef("reinterpret_cast<uint4*>(smem + ", plan.a_packed, ")[f * 32 + lane] = make_uint4(fa[0], fa[1], fa[2], "
-             "fa[3]);");
-    e_.Close();
-    e_.Close();
+    EmitPackFragments(static_cast<int>(i), plan.a_packed);
     any = true;
   }
   // Other warps' fragments: a barrier, or the one before the ring's
