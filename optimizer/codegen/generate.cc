@@ -212,7 +212,9 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       "  unsigned together;\n};\n\n",
       "extern \"C\" __global__ void __launch_bounds__(", b.threads, min_blocks > 1 ? absl::StrCat(", ", min_blocks) : "",
       ") ", kKernelName,
-      "(const Params p) {\n  wait_for_prior_grid();  // launched early: the kernel before it finishes first\n",
+      "(const Params p) {\n",
+      // A tiled kernel waits at its first grid point (EmitWaitForPriorGrid).
+      b.kind == BlockKind::kTiled ? "" : "  wait_for_prior_grid();  // launched early: the one before finishes first\n",
       e.code(), "}\n");
   return out;
 }

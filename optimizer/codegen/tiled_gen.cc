@@ -472,6 +472,9 @@ absl::Status TiledGenerator::Generate() {
     }
   }
   const auto count = [&](const ugraph::LaunchDim& d) { return BlockCount(e_, d); };
+  bool loop = false;
+  for (size_t i = 0; i < n; ++i) loop = loop || phase_[i] == Phase::kLoop;
+  e_.Line("bool waited = false;  // for the kernel before, at the block's first grid point");
   // Grid-stride loops, outermost z: a block may own several grid points.
   // Along a causal mask's rows, last-first (CausalGridAxis).
   int opened = 0;
@@ -500,10 +503,15 @@ absl::Status TiledGenerator::Generate() {
   // A grid point's tiles before the loop take the ring's space that the
   // previous point's loop read.
   if (ring_space_shared_) Sync();
+  // The grid point's index math, which reads no memory, before the wait:
+  // blocks launched early do it while the kernel before finishes.
+  if (loop) {
+    EmitStepBounds();
+    if (stages_ > 0) EmitRingWhole();
+  }
+  EmitWaitForPriorGrid();
   EmitPhase(Phase::kBefore);
-  bool loop = false;
   for (size_t i = 0; i < n; ++i) {
-    loop = loop || phase_[i] == Phase::kLoop;
     if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate || !needed_[i]) continue;
     if (FlashAccumulator(static_cast<int>(i))) continue;  // EmitFlashFlush writes it whole
     Read(static_cast<int>(i), true);
@@ -515,7 +523,6 @@ absl::Status TiledGenerator::Generate() {
   }
   EmitShiftReset();
   if (loop) {
-    EmitStepBounds();
     for (size_t i = 0; i < n; ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !matmuls_[i].direct) continue;
       if (static_cast<int>(i) == flash_.pv) {
@@ -603,6 +610,9 @@ void TiledGenerator::EmitLoopStep(bool loop_axes) {
     EmitStepRange("k0", "kn", "step", /*guarded=*/false);
   }
   step_wrote_ = false;
+  if (StreamsAhead()) {
+    e_.Linef("if (step == step_end - ", stages_, ") launch_dependents();  // the kernel after it may start its blocks");
+  }
   const int64_t syncs_before = syncs_;
   EmitPhase(Phase::kLoop);
   // The next step overwrites the step's tiles (a step that writes no

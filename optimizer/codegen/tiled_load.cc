@@ -369,10 +369,11 @@ std::vector<int> TiledGenerator::RingOwners() const {
   return owners;
 }
 
-void TiledGenerator::EmitWholeCopies(int i) {
+void TiledGenerator::EmitWholeCopies(int i, bool prefetch) {
   const InputPlan& plan = inputs_[i];
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.per_thread, " whole copies of ", plan.width,
-           " ", DTypeName(plan.dtype), " per thread");
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.per_thread,
+           prefetch ? " L2 prefetches of whole copies of " : " whole copies of ", plan.width, " ",
+           DTypeName(plan.dtype), " per thread");
   const bool from_last = CopiesFromLast(i);
   const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
   bool reshaped = false;
@@ -400,7 +401,7 @@ void TiledGenerator::EmitWholeCopies(int i) {
   // Their slots too, where the swizzle is the same for all of them (it
   // takes bits of the task that a multiple of the threads leaves alone).
   std::string slot0;
-  if (!first.empty() && (!plan.swizzle || b_.threads % (8 * plan.row_vectors()) == 0)) {
+  if (!prefetch && !first.empty() && (!plan.swizzle || b_.threads % (8 * plan.row_vectors()) == 0)) {
     slot0 = e_.Fresh("ws");
     e_.Linef("const int ", slot0, " = ", SlotIndex(i, absl::StrCat("static_cast<int>(", ThreadTask(from_last), ")")),
              ";  // the first copy's slot");
@@ -408,6 +409,11 @@ void TiledGenerator::EmitWholeCopies(int i) {
   OpenThreadTasks(i, from_last);
   const std::string offset =
       first.empty() ? InputOffset(i, TaskCoords(i, "l")) : absl::StrCat(first, " + it * ", apart);
+  if (prefetch) {
+    e_.Linef("prefetch_l2(", InputPointer(i), ", ", offset, ", ", DTypeSize(plan.dtype), ");");
+    CloseThreadTasks(i);
+    return;
+  }
   const std::string slot = slot0.empty() ? RingSlot(i, "issue_stage", "l")
                                          : absl::StrCat("ring", i, "[issue_stage * ", plan.tasks, " + ", slot0,
                                                         " + it * ", b_.threads, "]");
@@ -445,9 +451,36 @@ void TiledGenerator::EmitRingWhole() {
   if (LeanLoop()) e_.Line("ring_whole = __syncthreads_and(ring_whole);");
 }
 
+void TiledGenerator::EmitWaitForPriorGrid() {
+  e_.Open("if (!waited)");
+  if (StreamsAhead()) {
+    e_.Linef("// the first ", stages_ - 1, " steps' whole copies into L2 while the kernel before finishes");
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int j = 0; j < ", stages_ - 1, "; ++j)"));
+    EmitStepRange("kr", "knr", "step_begin + j", /*guarded=*/true);
+    loop_start_ = "kr";
+    e_.Open(absl::StrCat("if (ring_whole && knr == ", b_.forloop.tile, ")"));
+    for (const int i : RingOwners()) EmitWholeCopies(i, /*prefetch=*/true);
+    e_.Close();
+    loop_start_ = "k0";
+    e_.Close();
+  }
+  e_.Line("wait_for_prior_grid();  // launched early: the kernel before it finishes first");
+  if (!StreamsAhead()) e_.Line("launch_dependents();  // the kernel after it may start its blocks");
+  e_.Line("waited = true;");
+  e_.Close();
+}
+
+bool TiledGenerator::StreamsAhead() const {
+  if (stages_ == 0 || flash_.pv >= 0) return false;
+  if (b_.forloop.extent.rank() != 1 || !b_.forloop.extent[0].is_concrete()) return false;
+  const int64_t tile = b_.forloop.tile, steps = (b_.forloop.extent[0].value() + tile - 1) / tile;
+  const int64_t share = (steps + b_.loop_split - 1) / std::max<int64_t>(1, b_.loop_split);
+  return share >= 4 * stages_;
+}
+
 void TiledGenerator::EmitRingPrologue() {
   if (stages_ == 0) return;
-  EmitRingWhole();
   e_.Linef("// the first ", stages_ - 1, " steps' vector tiles, copied asynchronously into the ring");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < ", stages_ - 1, "; ++j)"));

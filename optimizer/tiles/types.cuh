@@ -163,6 +163,23 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #endif
 }
 
+// Lets the kernels after this one launch (programmatic dependent launch):
+// their blocks may start, and prefetch into L2, while this one runs; they
+// still wait (wait_for_prior_grid) for it to finish before reading.
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+// Asks L2 to fetch the line holding element i of p. Safe before
+// wait_for_prior_grid: L2 is where every SM's writes land, so a line
+// fetched early is updated by the kernel before, not left stale.
+__device__ __forceinline__ void prefetch_l2(const void* p, i64 i, int element_bytes) {
+  const char* at = static_cast<const char*>(p) + i * element_bytes;
+  if ((reinterpret_cast<unsigned long long>(at) & 127u) < 16u) asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+}
+
 // Whether element i of p starts a 16-byte aligned vector (only the low
 // bits of the address matter: 32-bit arithmetic is exact).
 __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_bytes) {

@@ -70,6 +70,18 @@ extern "C" __global__ void wait_then_add_one(int* out) {
   out[threadIdx.x] += 1;
 }
 
+// The same, having first asked L2 for its element's line before the wait
+// (kiln's prefetch_l2, which streaming kernels issue while the kernel
+// before runs): L2 takes that kernel's write, so the read after the wait
+// still sees it.
+extern "C" __global__ void prefetch_wait_then_add_one(int* out) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(out + threadIdx.x));
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  out[threadIdx.x] += 1;
+}
+
 extern "C" __global__ void to_half(const float* in, unsigned short* out) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(in[threadIdx.x]));
@@ -362,12 +374,12 @@ TEST_F(GpuRuntime, BadLaunchesAndLookupsAreErrors) {
 }
 
 // Launched early, a kernel's blocks start while the kernel before it runs;
-// waiting for it, it still reads what that kernel wrote. Cooperative too.
+// waiting for it, it still reads what that kernel wrote, where it asked L2
+// for those lines before the wait too. Cooperative too.
 TEST_F(GpuRuntime, AnEarlyLaunchWaitsForTheKernelBeforeIt) {
   std::unique_ptr<CudaModule> module = LoadKernels();
   ASSERT_NE(module, nullptr);
   CudaFunction* doubler = *module->GetFunction("let_next_start_then_double");
-  CudaFunction* add_one = *module->GetFunction("wait_then_add_one");
   constexpr int kThreads = 64;
   std::shared_ptr<Storage> out = Allocate(kThreads * sizeof(int));
   CUdeviceptr ptr = DevicePointer(*out);
@@ -377,20 +389,24 @@ TEST_F(GpuRuntime, AnEarlyLaunchWaitsForTheKernelBeforeIt) {
   LaunchConfig config;
   config.block.x = kThreads;
   for (const bool cooperative : {false, true}) {
-    ASSERT_TRUE(context_->Memset(ptr, 0, kThreads * sizeof(int)).ok());
-    // x -> 2x + 1, 16 times: 2^16 - 1 only if every step ran in order.
-    for (int round = 0; round < 16; ++round) {
-      config.early = false;
-      config.cooperative = false;
-      ASSERT_TRUE(context_->Launch(*doubler, config, double_args).ok());
-      config.early = true;
-      config.cooperative = cooperative;
-      absl::Status launched = context_->Launch(*add_one, config, add_args);
-      ASSERT_TRUE(launched.ok()) << launched;
+    for (const char* name : {"wait_then_add_one", "prefetch_wait_then_add_one"}) {
+      SCOPED_TRACE(name);
+      CudaFunction* add_one = *module->GetFunction(name);
+      ASSERT_TRUE(context_->Memset(ptr, 0, kThreads * sizeof(int)).ok());
+      // x -> 2x + 1, 16 times: 2^16 - 1 only if every step ran in order.
+      for (int round = 0; round < 16; ++round) {
+        config.early = false;
+        config.cooperative = false;
+        ASSERT_TRUE(context_->Launch(*doubler, config, double_args).ok());
+        config.early = true;
+        config.cooperative = cooperative;
+        absl::Status launched = context_->Launch(*add_one, config, add_args);
+        ASSERT_TRUE(launched.ok()) << launched;
+      }
+      std::vector<int> back(kThreads);
+      ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
+      for (int i = 0; i < kThreads; ++i) ASSERT_EQ(back[i], 65535) << "element " << i << ", cooperative " << cooperative;
     }
-    std::vector<int> back(kThreads);
-    ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
-    for (int i = 0; i < kThreads; ++i) ASSERT_EQ(back[i], 65535) << "element " << i << ", cooperative " << cooperative;
   }
 }
 

@@ -18,6 +18,7 @@ namespace {
 
 using ugraph::KernelGraph;
 using ugraph::TensorRole;
+using testing::ExpectWaitsForTheKernelBefore;
 using testing::GatedMlp;
 using testing::Generate;
 using testing::Lora;
@@ -33,7 +34,7 @@ void ExpectCompiles(const KernelGraph& graph) {
   if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
   ASSERT_TRUE(source.ok()) << source.status() << "\n" << ugraph::ToText(graph);
-  EXPECT_THAT(source->source, ::testing::HasSubstr("kiln_kernel(const Params p) {\n  wait_for_prior_grid();"));
+  ExpectWaitsForTheKernelBefore(source->source);
   // A buffer per tile, less those it needs none for, plus scratch for
   // matmuls whose threads split the contraction, plus up to 192 KiB of loop
   // tiles in flight (the ring; more than 96 KiB only where a step's tiles
@@ -273,9 +274,10 @@ TEST(TiledCodegen, ThreadTasksWriteTheirCoordinatesFromTheThreadAndTheStep) {
   int loops = 0, apart = 0;
   for (size_t at = code.find(task); at != std::string::npos; at = code.find(task, at + 1)) {
     const size_t next = code.find('\n', at) + 1;
-    if (code.compare(code.find_first_not_of(' ', next), 12, "copy_async16") == 0) {
-      // Whole copies: the first one's offset before the loop, the others a
-      // constant distance on.
+    const size_t line = code.find_first_not_of(' ', next);
+    if (code.compare(line, 12, "copy_async16") == 0 || code.compare(line, 11, "prefetch_l2") == 0) {
+      // Whole copies (or their L2 prefetches): the first one's offset
+      // before the loop, the others a constant distance on.
       const std::string copy = code.substr(next, code.find('\n', next) - next);
       EXPECT_THAT(copy, ::testing::ContainsRegex(R"(, rb[0-9]+ \+ it \* rd[0-9]+, 2\);)")) << copy;
       const size_t rd = code.rfind("const i64 rd", at) != std::string::npos ? code.rfind("const i64 rd", at)
@@ -455,6 +457,32 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   EXPECT_EQ(source->min_blocks, 4);
   EXPECT_EQ(source->inflight_bytes, 3 * (128 + 512) * 16);
   EXPECT_EQ(source->matmul_path, codegen::MatmulPath::kTensorCores);
+}
+
+// A loop of many steps (not the flash path) fetches its first steps into
+// L2 before it waits for the kernel before, and lets the kernel after it
+// launch a ring's length before its end; a short loop lets it launch at
+// once and prefetches nothing.
+TEST(TiledCodegen, AStreamingLoopPrefetchesBeforeItWaitsAndTriggersNearItsEnd) {
+  absl::StatusOr<codegen::KernelSource> source = Generate(RmsNormLinear(DType::kF16, 1, 4096, 4096));
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string& code = source->source;
+  ExpectWaitsForTheKernelBefore(code);
+  const size_t wait = code.find("wait_for_prior_grid();"), loop = code.find("for (; step < step_end; ++step)");
+  ASSERT_NE(loop, std::string::npos);
+  const std::string before = code.substr(0, wait);
+  EXPECT_THAT(before, ::testing::HasSubstr("for (int j = 0; j < 3; ++j)"));
+  EXPECT_THAT(before, ::testing::HasSubstr("prefetch_l2(p.t[0], "));
+  EXPECT_THAT(before, ::testing::HasSubstr("prefetch_l2(p.t[1], "));
+  EXPECT_THAT(code.substr(loop), ::testing::HasSubstr("if (step == step_end - 4) launch_dependents();"));
+  EXPECT_EQ(code.find("launch_dependents();"), code.rfind("launch_dependents();"));
+
+  source = Generate(Lora(DType::kF16, 16, 256, 4096, 16));
+  ASSERT_TRUE(source.ok()) << source.status();
+  ExpectWaitsForTheKernelBefore(source->source);
+  EXPECT_THAT(source->source, ::testing::Not(::testing::HasSubstr("prefetch_l2(")));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("wait_for_prior_grid();  // launched early: the kernel before it "
+                                                   "finishes first\n        launch_dependents();"));
 }
 
 TEST(TiledCodegen, AShiftedSumOfSquaresStaysInRegistersAndSkipsTheTail) {

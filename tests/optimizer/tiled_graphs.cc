@@ -1,6 +1,7 @@
 #include "tests/optimizer/tiled_graphs.h"
 
 #include "absl/strings/match.h"
+#include "gtest/gtest.h"
 #include "optimizer/ugraph_validate.h"
 
 namespace kiln::testing {
@@ -63,6 +64,17 @@ bool SymbolicDimsRefused(const absl::Status& status) {
 absl::StatusOr<codegen::KernelSource> Generate(const KernelGraph& graph) {
   if (absl::Status s = ugraph::Validate(graph); !s.ok()) return s;
   return codegen::GenerateKernel(graph, 0);
+}
+
+void ExpectWaitsForTheKernelBefore(const std::string& code) {
+  const size_t wait = code.find("wait_for_prior_grid();");
+  ASSERT_NE(wait, std::string::npos) << code;
+  EXPECT_EQ(code.find("wait_for_prior_grid();", wait + 1), std::string::npos) << code;
+  const std::string before = code.substr(0, wait);
+  for (const char* access : {"copy_async16(", "load_", "load16", "store_", "p.ws", "p.counters", "atomic"}) {
+    EXPECT_EQ(before.find(access), std::string::npos) << access << " before the wait:\n" << before;
+  }
+  EXPECT_NE(code.find("launch_dependents();", wait), std::string::npos) << code;
 }
 
 }  // namespace kiln::testing

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -114,6 +115,12 @@ bool SymbolicDimsRefused(const absl::Status& status);
 
 // The validated graph's kernel source.
 absl::StatusOr<codegen::KernelSource> Generate(const KernelGraph& graph);
+
+// Launched early (jit::LaunchConfig::early), a kernel waits for the kernel
+// before it once (wait_for_prior_grid), and touches device memory only
+// after that but for L2 prefetches; it lets the kernel after it launch
+// early (launch_dependents) after its wait.
+void ExpectWaitsForTheKernelBefore(const std::string& code);
 
 }  // namespace kiln::testing
 
