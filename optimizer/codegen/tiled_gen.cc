@@ -83,9 +83,21 @@ void TiledGenerator::Wrote(int buffer, bool linear) {
 }
 
 void TiledGenerator::Sync() {
-  e_.Line("__syncthreads();");
-  ++syncs_;
+  // Right after another barrier (only comments between them, in the same
+  // block): that one serves.
+  const std::string& code = e_.code();
+  bool again = synced_at_ > 0 && synced_at_ <= code.size();
+  for (size_t at = synced_at_; again && at < code.size();) {
+    const size_t end = std::min(code.find('\n', at), code.size());
+    const size_t text = code.find_first_not_of(' ', at);
+    again = text >= end || code.compare(text, 2, "//") == 0;
+    at = end + 1;
+  }
   dirty_.clear();
+  if (again) return;
+  e_.Line("__syncthreads();");
+  synced_at_ = e_.code().size();
+  ++syncs_;
 }
 
 std::optional<std::pair<int, double>> TiledGenerator::ConstantFactor(int x) const {
@@ -509,19 +521,28 @@ absl::Status TiledGenerator::Generate() {
     EmitStepBounds();
     if (stages_ > 0) EmitRingWhole();
   }
+  // The accumulators' zeros and the running maxes' resets write shared
+  // memory only: before the wait, where no tile before the loop could
+  // share their space (the ops before it have no buffers).
+  const auto zero_accumulators = [&] {
+    for (size_t i = 0; i < n; ++i) {
+      if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate || !needed_[i]) continue;
+      if (FlashAccumulator(static_cast<int>(i))) continue;  // EmitFlashFlush writes it whole
+      Read(static_cast<int>(i), true);
+      e_.Linef("// x", i, " = 0");
+      OpenLinear(tiles_[i].elements());
+      e_.Linef(Buffer(i), "[l] = 0.0f;");
+      e_.Close();
+      Wrote(static_cast<int>(i), true);
+    }
+    EmitShiftReset();
+  };
+  bool before_loop = false;
+  for (size_t i = 0; i < n; ++i) before_loop = before_loop || (phase_[i] == Phase::kBefore && offsets_[i] >= 0);
+  if (!before_loop) zero_accumulators();
   EmitWaitForPriorGrid();
   EmitPhase(Phase::kBefore);
-  for (size_t i = 0; i < n; ++i) {
-    if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate || !needed_[i]) continue;
-    if (FlashAccumulator(static_cast<int>(i))) continue;  // EmitFlashFlush writes it whole
-    Read(static_cast<int>(i), true);
-    e_.Linef("// x", i, " = 0");
-    OpenLinear(tiles_[i].elements());
-    e_.Linef(Buffer(i), "[l] = 0.0f;");
-    e_.Close();
-    Wrote(static_cast<int>(i), true);
-  }
-  EmitShiftReset();
+  if (before_loop) zero_accumulators();
   if (loop) {
     for (size_t i = 0; i < n; ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kMatmul || !matmuls_[i].direct) continue;
@@ -545,8 +566,10 @@ absl::Status TiledGenerator::Generate() {
     EmitPackedA();
     EmitPrefetch(/*first=*/true);
     // The ring's first copies overwrite the tiles read only before the
-    // loop: every thread is done with them first.
-    if (ring_space_shared_) Sync();
+    // loop: every thread is done with them first. (Tiles computed after
+    // it, also in the ring's space, were last read before the barrier that
+    // ends the previous grid point.)
+    if (before_in_ring_space_) Sync();
     EmitRingPrologue();
     // What is dirty before the loop stays so for what follows it: the
     // loop may run no step.

@@ -701,6 +701,7 @@ class TiledGenerator {
   std::string ElementwiseValue(int i, const std::vector<std::string>& coords);
   bool step_wrote_ = false;      // a loop step wrote shared memory
   int64_t syncs_ = 0;            // barriers emitted so far
+  size_t synced_at_ = 0;         // where the code was at the last one's end
   int64_t step_barriers_ = 0;    // of them, in a loop step
   int64_t direct_scratch_ = -1;  // offset of the flushes' partial sums in `scratch`
   // The scratch the flushes after the loop use (direct_scratch_).
@@ -716,7 +717,8 @@ class TiledGenerator {
   // Tiles read only before the loop, or computed after it, lie in the
   // ring's space (PlanLayout).
   bool ring_space_shared_ = false;
-  // Of them, tiles computed after the loop.
+  // Of them, tiles read before the loop; tiles computed after it.
+  bool before_in_ring_space_ = false;
   bool after_in_ring_space_ = false;
   // The loop step whose tiles are being loaded (the next one, when
   // prefetching): its first coordinate and in-range length.

@@ -66,7 +66,7 @@ void TiledGenerator::EmitPackedA() {
   }
   // Other warps' fragments: a barrier, or the one before the ring's
   // prologue (the f32 tile lies in the ring's space).
-  if (any && !ring_space_shared_) Sync();
+  if (any && !before_in_ring_space_) Sync();
 }
 
 }  // namespace kiln::codegen::tiled_internal

@@ -85,7 +85,7 @@ std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
 absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) {
   const size_t n = b_.tile_ops.size();
   buffers_ = scratch_ = stages_ = ring_floats_ = 0;
-  ring_space_shared_ = after_in_ring_space_ = false;
+  ring_space_shared_ = before_in_ring_space_ = after_in_ring_space_ = false;
   direct_scratch_ = -1;
   for (size_t i = 0; i < b_.inputs.size(); ++i) {
     if (b_.inputs[i].view.tensor < 0) {
@@ -262,6 +262,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
     }
     ring_floats_ = std::max({at, before, after}) - (buffers_ + scratch_);
     ring_space_shared_ = !in_ring_space.empty() || !after_in_ring_space.empty();
+    before_in_ring_space_ = !in_ring_space.empty();
     after_in_ring_space_ = !after_in_ring_space.empty();
   }
   if (shared_bytes() > limit) {

@@ -4,7 +4,11 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "jit/nvrtc_compiler.h"
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/emitter.h"
@@ -476,6 +480,13 @@ TEST(TiledCodegen, AStreamingLoopPrefetchesBeforeItWaitsAndTriggersNearItsEnd) {
   EXPECT_THAT(before, ::testing::HasSubstr("prefetch_l2(p.t[1], "));
   EXPECT_THAT(code.substr(loop), ::testing::HasSubstr("if (step == step_end - 4) launch_dependents();"));
   EXPECT_EQ(code.find("launch_dependents();"), code.rfind("launch_dependents();"));
+  // The accumulators are zeroed before the wait too (shared memory only);
+  // after it, the ring's first copies go out at once.
+  EXPECT_THAT(before, ::testing::HasSubstr("[l] = 0.0f;"));
+  const size_t prologue = code.find("// the first 3 steps' vector tiles, copied asynchronously into the ring");
+  ASSERT_NE(prologue, std::string::npos);
+  EXPECT_EQ(code.substr(wait, prologue - wait).find("__syncthreads();"), std::string::npos)
+      << code.substr(wait, prologue - wait);
 
   source = Generate(Lora(DType::kF16, 16, 256, 4096, 16));
   ASSERT_TRUE(source.ok()) << source.status();
@@ -483,6 +494,24 @@ TEST(TiledCodegen, AStreamingLoopPrefetchesBeforeItWaitsAndTriggersNearItsEnd) {
   EXPECT_THAT(source->source, ::testing::Not(::testing::HasSubstr("prefetch_l2(")));
   EXPECT_THAT(source->source, ::testing::HasSubstr("wait_for_prior_grid();  // launched early: the kernel before it "
                                                    "finishes first\n        launch_dependents();"));
+}
+
+// A barrier right after another (nothing but comments between them)
+// would only cost time: the generator leaves it out.
+TEST(TiledCodegen, NoBarrierFollowsAnother) {
+  for (const KernelGraph& graph : {RmsNormLinear(DType::kF16, 16, 4096, 4096), GatedMlp(DType::kF16, 8, 4096, 4096),
+                                   Lora(DType::kF16, 16, 256, 4096, 16), RmsNormLinear(DType::kF32, 17, 4097, 127)}) {
+    absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+    ASSERT_TRUE(source.ok()) << source.status();
+    bool after_barrier = false;
+    for (absl::string_view line : absl::StrSplit(source->source, '\n')) {
+      line = absl::StripLeadingAsciiWhitespace(line);
+      if (line.empty() || absl::StartsWith(line, "//")) continue;
+      const bool barrier = line == "__syncthreads();";
+      EXPECT_FALSE(barrier && after_barrier) << source->source;
+      after_barrier = barrier;
+    }
+  }
 }
 
 TEST(TiledCodegen, AShiftedSumOfSquaresStaysInRegistersAndSkipsTheTail) {
