@@ -173,6 +173,24 @@ void TiledGenerator::EmitRegisterSumFlush() {
     if (source < 0) continue;
     const InputPlan& in = inputs_[source];
     const int target = fused_into_[i];
+    const int64_t per_row = in.task_sizes[1];
+    if (in.per_thread == 1 && per_row <= 32 && (per_row & (per_row - 1)) == 0) {
+      // Each row's partial sums lie in per_row consecutive lanes of one
+      // warp (task l on thread l): added by shuffles, no scratch, and only
+      // the barrier its readers need.
+      e_.Linef("// x", target, " += the threads' partial sums of x", i, ": each row's ", per_row,
+               " added across their lanes by shuffles");
+      Read(target, false);
+      e_.Open("");
+      e_.Linef("float sum = rs", i, "[0];");
+      e_.Line("#pragma unroll");
+      e_.Linef("for (int o = ", per_row / 2, "; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);");
+      e_.Linef("if (threadIdx.x < ", in.tasks, " && threadIdx.x % ", per_row, " == 0) ", Buffer(target),
+               "[threadIdx.x / ", per_row, "] += ", Scaled(static_cast<int>(i), "sum"), ";");
+      e_.Close();
+      Wrote(target, false);
+      continue;
+    }
     const std::string part = FlushScratch();
     e_.Linef("// x", target, " += the threads' partial sums of x", i, ", through the scratch in task order");
     Sync();  // the scratch may hold other sums

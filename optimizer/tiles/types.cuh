@@ -172,9 +172,11 @@ __device__ __forceinline__ void launch_dependents() {
 #endif
 }
 
-// Asks L2 to fetch the line holding element i of p. Safe before
-// wait_for_prior_grid: L2 is where every SM's writes land, so a line
-// fetched early is updated by the kernel before, not left stale.
+// Asks L2 to fetch the 128-byte line holding element i of p, where that
+// element's 16-byte vector starts the line (the threads whose whole copies
+// cover a line ask once). Safe before wait_for_prior_grid: L2 is where
+// every SM's writes land, so a line fetched early is updated by the kernel
+// before, not left stale.
 __device__ __forceinline__ void prefetch_l2(const void* p, i64 i, int element_bytes) {
   const char* at = static_cast<const char*>(p) + i * element_bytes;
   if ((reinterpret_cast<unsigned long long>(at) & 127u) < 16u) asm volatile("prefetch.global.L2 [%0];" ::"l"(at));

@@ -405,7 +405,9 @@ TEST_F(GpuRuntime, AnEarlyLaunchWaitsForTheKernelBeforeIt) {
       }
       std::vector<int> back(kThreads);
       ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
-      for (int i = 0; i < kThreads; ++i) ASSERT_EQ(back[i], 65535) << "element " << i << ", cooperative " << cooperative;
+      for (int i = 0; i < kThreads; ++i) {
+        ASSERT_EQ(back[i], 65535) << "element " << i << ", cooperative " << cooperative;
+      }
     }
   }
 }
