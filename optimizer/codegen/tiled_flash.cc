@@ -127,7 +127,8 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     // slabs (head dim 64); deeper, in shared memory, packed.
     const bool a_before =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
-    flash_.a_registers = a_before && (warp_slabs == 1 || s_plan.depth <= 64);
+    flash_.wgmma = FlashWgmma();  // (then Q from shared memory: see FlashPlan::wgmma)
+    flash_.a_registers = a_before && (warp_slabs == 1 || s_plan.depth <= 64) && !flash_.wgmma;
     flash_.a_shared = a_before && !flash_.a_registers;
     registers_ += FlashOffsets(s, FlashColumns()) + FlashOffsets(pv, FlashOColumns());
     if (flash_.a_registers) registers_ += 4 * warp_slabs * s_plan.depth / 16;
@@ -223,27 +224,32 @@ void TiledGenerator::EmitFlashStep() {
   // 1. S = A @ B1: the warp's rows, its columns; each of B's fragments
   // serves every slab.
   e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
-  // (B by rows in pairs: each k chunk's offsets are known at compile time.)
-  if (flash_.a_registers || (s.b_rows && FlashPairsB(flash_.scores, sn))) e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
-  e_.Line("const int k = c * 16 + (lane & 15);");
-  e_.Linef("unsigned fa[", slabs, "][4];");
-  if (flash_.a_registers) {
-    OpenFlashSlabs();
-    e_.Line("for (int h = 0; h < 4; ++h) fa[sl][h] = qa[sl][c][h];");
+  const auto scores_a = [&] {
+    e_.Line("const int k = c * 16 + (lane & 15);");
+    e_.Linef("unsigned fa[", slabs, "][4];");
+    if (flash_.a_registers) {
+      OpenFlashSlabs();
+      e_.Line("for (int h = 0; h < 4; ++h) fa[sl][h] = qa[sl][c][h];");
+      e_.Close();
+    } else if (flash_.a_shared) {
+      OpenFlashSlabs();
+      e_.Linef("const uint4 q = qa[", FlashSharedAIndex(), "];");
+      e_.Line("fa[sl][0] = q.x, fa[sl][1] = q.y, fa[sl][2] = q.z, fa[sl][3] = q.w;");
+      e_.Close();
+    } else {
+      OpenFlashSlabs();
+      EmitMmaA(flash_.scores, "(m0 + 16 * sl)", "fa[sl]");
+      e_.Close();
+    }
+  };
+  EmitFlashWgmma(flash_.scores, "sc", s.depth / 16, scores_a, [&] {
+    // (B by rows in pairs: each k chunk's offsets are known at compile time.)
+    if (flash_.a_registers || (s.b_rows && FlashPairsB(flash_.scores, sn))) e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
+    scores_a();
+    EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
     e_.Close();
-  } else if (flash_.a_shared) {
-    OpenFlashSlabs();
-    e_.Linef("const uint4 q = qa[", FlashSharedAIndex(), "];");
-    e_.Line("fa[sl][0] = q.x, fa[sl][1] = q.y, fa[sl][2] = q.z, fa[sl][3] = q.w;");
-    e_.Close();
-  } else {
-    OpenFlashSlabs();
-    EmitMmaA(flash_.scores, "(m0 + 16 * sl)", "fa[sl]");
-    e_.Close();
-  }
-  EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
-  e_.Close();
+  });
   if (ScalesFlashScores(flash_.scores)) {
     // B's columns scaled (K's rows normalized, QK-norm): each score times
     // its column's scale, which commutes with the product. Scaling B's
@@ -331,19 +337,24 @@ void TiledGenerator::EmitFlashStep() {
   });
   // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
-  e_.Linef("unsigned fa[", slabs, "][4];");
-  OpenFlashSlabs();
-  e_.Linef("fa[sl][0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
-  e_.Linef("fa[sl][1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
-  e_.Linef("fa[sl][2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
-  e_.Linef("fa[sl][3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
-  e_.Close();
-  e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
-  EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), FlashOColumns(), FlashOFirst(),
-                    absl::StrCat("(", col0, "c * 16)"));
-  e_.Close();
+  const auto pv_a = [&] {
+    e_.Linef("unsigned fa[", slabs, "][4];");
+    OpenFlashSlabs();
+    e_.Linef("fa[sl][0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
+    e_.Linef("fa[sl][1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
+    e_.Linef("fa[sl][2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
+    e_.Linef("fa[sl][3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
+    e_.Close();
+  };
+  EmitFlashWgmma(flash_.pv, absl::StrCat("o", flash_.pv), sn / 2, pv_a, [&] {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
+    pv_a();
+    e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
+    EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), FlashOColumns(), FlashOFirst(),
+                      absl::StrCat("(", col0, "c * 16)"));
+    e_.Close();
+  });
   CloseFlashWarps();
   e_.Close();
 }
@@ -422,6 +433,79 @@ void TiledGenerator::OpenFlashWarps() {
 
 void TiledGenerator::CloseFlashWarps() {
   if (FlashWarpsIdle()) e_.Close();
+}
+
+bool TiledGenerator::FlashWgmma() const {
+  // A group of 4 warps takes an m64 product: every warp in the flash code,
+  // all of the step's keys (no groups or split keys), all of O's columns.
+  if (flash_.keys_split || flash_.cols_split || flash_.groups > 1 || b_.threads % 128 != 0 || FlashWarpsIdle()) {
+    return false;
+  }
+  // The scores' depth whole at every step (no tail to leave out).
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  if (RowAxis(b_.tile_ops[flash_.scores].args[1]).source != TileAxis::Source::kFull || s.depth % 16 != 0) {
+    return false;
+  }
+  for (const int mm : {flash_.scores, flash_.pv}) {
+    const MatmulPlan& plan = matmuls_[mm];
+    const DType dtype = b_.tile_ops[mm].dtype;
+    if ((dtype != DType::kF16 && dtype != DType::kBF16) || plan.b_tile) return false;
+    if (plan.b_scale >= 0 && !ScalesFlashScores(mm)) return false;  // B's fragments scaled, not the scores
+    // B's ring: rows of 8 vectors (128 bytes), swizzled, one row per k
+    // (MN-major) or per n (K-major, B by rows), the other axes of one.
+    const InputPlan& in = inputs_[BInput(mm)];
+    if (!in.ring || !in.swizzle || in.dtype != dtype || in.row_vectors() != 8 || in.width != 8) return false;
+    int64_t wide = 0;
+    for (size_t d = 0; d < in.task_sizes.size(); ++d) {
+      wide += in.task_sizes[d] > 1 && in.order.back() != static_cast<int>(d);
+    }
+    if (wide > 1) return false;
+    const int64_t n = plan.n8s * 8, rows = plan.b_rows ? n : plan.depth;
+    if (in.tasks != 8 * rows || (n != 32 && n != 64 && n != 128) || (plan.b_rows ? plan.depth : n) != 64) return false;
+  }
+  return true;
+}
+
+void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
+                                    const std::function<void()>& otherwise) {
+  if (!flash_.wgmma) return otherwise();
+  const MatmulPlan& plan = matmuls_[mm];
+  const int b = BInput(mm);
+  // A k chunk of 16 is 32 bytes along a K-major row, 16 rows of 128 bytes MN-major.
+  const int64_t chunk_bytes = plan.b_rows ? 32 : 2048;
+  e_.Line("#if KILN_WGMMA");
+  e_.Open("");
+  const int64_t n = plan.n8s * 8;
+  const auto fence_accumulators = [&] {
+    OpenFlashSlabs();
+    e_.Linef("wgmma_fence_operands<", n / 2, ">(&", acc, "[sl][0][0]);");
+    e_.Close();
+  };
+  e_.Linef("const unsigned bw = shared_address(ring", b, ") + 16u * (stage * ", inputs_[b].tasks, ");  // B's stage");
+  // Every chunk's A first: a product reads its A registers after it is
+  // issued, so none may be written again before the wait.
+  e_.Linef("unsigned fw[", chunks, "][", flash_.warp_slabs, "][4];");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+  fill();
+  e_.Linef("for (int sl = 0; sl < ", flash_.warp_slabs,
+           "; ++sl) for (int h = 0; h < 4; ++h) fw[c][sl][h] = fa[sl][h];");
+  e_.Close();
+  fence_accumulators();
+  e_.Line("wgmma_fence();");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+  OpenFlashSlabs();
+  e_.Linef("wgmma_m64n", n, "k16_", DTypeSuffix(b_.tile_ops[mm].dtype), "<", plan.b_rows ? 0 : 1, ">(&",
+           acc, "[sl][0][0], fw[c][sl], wgmma_descriptor(bw + ", chunk_bytes, "u * c, 1024));");
+  e_.Close();
+  e_.Close();
+  e_.Line("wgmma_commit_and_wait();");
+  fence_accumulators();
+  e_.Close();
+  e_.Line("#else");
+  otherwise();
+  e_.Line("#endif");
 }
 
 bool TiledGenerator::ScalesFlashScores(int mm) const {

@@ -458,7 +458,16 @@ absl::Status TiledGenerator::Generate() {
   e_.UseIndex32(flash_.pv < 0 && e_.FitsIndex32());
   for (int t : e_.slots()) e_.Strides(t);
   const size_t n = b_.tile_ops.size();
-  e_.Line("extern __shared__ __align__(16) float smem[];");
+  if (flash_.wgmma) {
+    // The rings' 1024-byte alignment (wgmma's swizzle takes the address's
+    // bits) holds from the base on; a base off it would read wrong data.
+    e_.Line("extern __shared__ __align__(1024) float smem[];");
+    e_.Line("#if KILN_WGMMA");
+    e_.Line("if (shared_address(smem) % 1024u != 0u) __trap();");
+    e_.Line("#endif");
+  } else {
+    e_.Line("extern __shared__ __align__(16) float smem[];");
+  }
   const int split_axis = ugraph::SplitGridAxis(b_);
   if (split_axis >= 0) e_.Line("__shared__ bool split_last;");
   for (size_t i = 0; i < n; ++i) {

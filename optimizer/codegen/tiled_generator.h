@@ -475,6 +475,13 @@ class TiledGenerator {
   // from `k_rows` (a multiple of 16; the lane adds its own).
   void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
                          const std::string& k_rows);
+  // Whether both flash products can take wgmma (FlashPlan::wgmma).
+  bool FlashWgmma() const;
+  // One step's flash product mm by wgmma into `acc`[sl] (flattened), for
+  // `chunks` k chunks, `fill` declaring the chunk's A fragments `fa`[sl]
+  // (c the chunk); the code of the mma.sync form goes under #else.
+  void EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
+                      const std::function<void()>& otherwise);
   // Whether flash product mm is the scores with B's columns scaled (then on the scores, not B).
   bool ScalesFlashScores(int mm) const;
   // Whether flash product mm reads B two columns of tiles per ldmatrix.

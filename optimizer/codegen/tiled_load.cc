@@ -510,6 +510,12 @@ void TiledGenerator::EmitRingStep() {
     e_.Linef("// wait for this step's vector tiles; after the barrier, the tiles ", stages_ - 1,
              " steps ahead go into the stage the last step read");
     e_.Linef("copy_async_wait<", stages_ - 2, ">();");
+    if (flash_.wgmma) {
+      // The copies (and any zeros stored) made visible to wgmma's reads.
+      e_.Line("#if KILN_WGMMA");
+      e_.Line("fence_async_shared();");
+      e_.Line("#endif");
+    }
     Sync();
     issue();
   } else {

@@ -235,9 +235,10 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   // The ring's stages after the scratch, each input's 128-byte aligned:
   // a ring 16 bytes off that cost rmsnorm_linear_bs1 5 us on an H100
   // (27.7 vs 22.3 us, the kernels otherwise the same).
+  // Rings that wgmma reads start on its swizzle's 1024-byte period.
   if (stages_ > 0) {
-    constexpr int64_t kLine = 32;  // floats
-    auto aligned = [](int64_t floats) { return (floats + kLine - 1) / kLine * kLine; };
+    const int64_t line = flash_.wgmma ? 256 : 32;  // floats
+    auto aligned = [line](int64_t floats) { return (floats + line - 1) / line * line; };
     const int64_t start = aligned(buffers_ + scratch_);
     int64_t at = start;
     for (size_t i = 0; i < n; ++i) {

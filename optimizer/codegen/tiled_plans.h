@@ -137,6 +137,18 @@ struct FlashPlan {
   // B's fragments feeds two products; else 1. The registers (sc, o, the
   // running max and sum) have the slab as their first index.
   int64_t warp_slabs = 1;
+  // Both products on Hopper's warpgroup tensor cores (wgmma, compiled for
+  // sm_90a; mma.sync elsewhere): A from the warps' registers as mma.sync
+  // takes it, B straight from its ring, whose rows of 8 vectors (128
+  // bytes, 64 16-bit elements) swizzled as kiln swizzles them are the
+  // 128-byte swizzle wgmma reads. Each group of 4 warps is one m64
+  // product per slab; no ldmatrix, and the accumulators are the same
+  // registers in the same layout (see tiles/wgmma.cuh). Q's fragments are
+  // then read from shared memory at every step (a_shared), not held in
+  // registers across the loop: so held, ptxas (CUDA 13.0) gave their
+  // registers to other values after the first step's product, and every
+  // later step's scores came out wrong.
+  bool wgmma = false;
 };
 
 }  // namespace kiln::codegen::tiled_internal

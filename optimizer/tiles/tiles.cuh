@@ -6,3 +6,4 @@
 #include "kiln/random.cuh"
 #include "kiln/reduce.cuh"
 #include "kiln/mma.cuh"
+#include "kiln/wgmma.cuh"

@@ -741,8 +741,9 @@ TEST(AttentionSearch, WarpsToSpareShareOutEachStepsKeysInGroups) {
 // FlashAttention-2's layout): each warp keeps 32 rows of S, P and O in
 // registers, each of K's and V's fragments feeds both slabs' products, and
 // the step takes only the ring's barrier. Q's fragments stay in registers
-// at head dim 64; at 128 (the causal case, each slab's rows masked) they
-// are packed into shared memory before the loop. The kernels compile.
+// at head dim 64 (in shared memory where the products take wgmma); at 128
+// (the causal case, each slab's rows masked) they are packed into shared
+// memory before the loop. The kernels compile.
 TEST(AttentionSearch, TwoSlabsAWarpShareEachBFragment) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   int compiled = 0;
@@ -763,8 +764,11 @@ TEST(AttentionSearch, TwoSlabsAWarpShareEachBFragment) {
       EXPECT_THAT(code, ::testing::ContainsRegex("float o[0-9]+\\[2\\]\\[[0-9]+\\]\\[4\\] = \\{\\};"));
       EXPECT_THAT(code, ::testing::ContainsRegex("mma_(f16|bf16)\\(o[0-9]+\\[sl\\]\\[v\\], fa\\[sl\\], fb\\);"));
       EXPECT_THAT(code, ::testing::HasSubstr("const int r = m0 + 16 * sl + g + 8 * h;"));
-      if (!causal) {
+      if (!causal && code.find("wgmma_m64") == std::string::npos) {
         EXPECT_THAT(code, ::testing::HasSubstr("unsigned qa[2][4][4];"));
+      } else if (!causal) {
+        // wgmma's: Q's fragments from shared memory every step (see FlashPlan::wgmma).
+        EXPECT_THAT(code, ::testing::HasSubstr("const uint4 q = qa[((warp * 2 + sl) * 4 + c) * 32 + lane];"));
       } else {
         EXPECT_THAT(code, ::testing::HasSubstr("qa[((warp * 2 + sl) * 8 + c) * 32 + lane] = make_uint4("));
         EXPECT_THAT(code, ::testing::HasSubstr("const uint4 q = qa[((warp * 2 + sl) * 8 + c) * 32 + lane];"));
@@ -776,6 +780,45 @@ TEST(AttentionSearch, TwoSlabsAWarpShareEachBFragment) {
     }
     EXPECT_GE(two, 1) << c.region.ToString();
     if (causal) { EXPECT_GE(two_blocks, 1); }
+  }
+}
+
+// Head dim 64 (B's ring rows 128 bytes, wgmma's 128-byte swizzle): both
+// flash products by wgmma on sm_90a, B straight from the ring through a
+// descriptor, K given transposed (MN-major: a k chunk 16 rows of 128
+// bytes on) or by rows (K-major: 32 bytes on); the ldmatrix form under
+// #else; the rings 1024-byte aligned and made visible to the async proxy
+// before the step's barrier; Q's fragments from shared memory each step.
+// Not with warps in groups (each takes a share of the keys). The first two
+// compile, for sm_90 and sm_90a.
+TEST(AttentionSearch, HeadDim64ProductsTakeWgmmaOnHopper) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  struct Case {
+    FusedCase c;
+    std::string scores;  // the scores' product, as emitted
+  };
+  for (const Case& k : {Case{AttentionCase(2, 256, 64, 4096), "wgmma_m64n64k16_f16<1>(&sc[sl][0][0], fw[c][sl], "
+                                                              "wgmma_descriptor(bw + 2048u * c, 1024));"},
+                        Case{RowKeysAttentionCase(2, 256, 64, 4096), "k16_f16<0>(&sc[sl][0][0], fw[c][sl], "
+                                                                     "wgmma_descriptor(bw + 32u * c, 1024));"}}) {
+    SCOPED_TRACE(k.c.name);
+    int wgmma = 0;
+    for (const auto& [s, graph, kernel] : VariantKernels(k.c)) {
+      const std::string& source = kernel.source;
+      const bool grouped = source.find("and its group's") != std::string::npos;
+      if (source.find("wgmma_m64") == std::string::npos) continue;
+      ++wgmma;
+      EXPECT_FALSE(grouped) << source;
+      EXPECT_THAT(source, ::testing::HasSubstr(k.scores));
+      const std::string pv = R"(wgmma_m64n64k16_f16<1>\(&o[0-9]+\[sl\]\[0\]\[0\], fw\[c\]\[sl\], )";
+      EXPECT_THAT(source, ::testing::ContainsRegex(pv + R"(wgmma_descriptor\(bw \+ 2048u \* c, 1024\)\);)"));
+      EXPECT_THAT(source, ::testing::HasSubstr("extern __shared__ __align__(1024) float smem[];"));
+      EXPECT_THAT(source, ::testing::ContainsRegex(R"(fence_async_shared\(\);\s*#endif\s*__syncthreads\(\);)"));
+      EXPECT_THAT(source, ::testing::HasSubstr("const uint4 q = qa["));
+      EXPECT_THAT(source, ::testing::HasSubstr("#else"));
+      if (nvrtc.ok() && wgmma <= 2) ExpectCompilesForHopper(**nvrtc, kernel);
+    }
+    EXPECT_GE(wgmma, 1);
   }
 }
 

@@ -43,6 +43,7 @@ int RunAgainstReference(CudaExecutor& executor, const FusedCase& c, const ugraph
 struct Runs {
   int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0, key_groups = 0, cols_split = 0;
   int packed_a = 0;  // step products reading A's fragments packed before the loop
+  int wgmma = 0;     // flash products on Hopper's warpgroup tensor cores
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -98,6 +99,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.key_groups += source->source.find("each warp 16 rows and its group's") != std::string::npos;
     runs.cols_split += source->source.find("columns of O, in registers") != std::string::npos;
     runs.packed_a += source->source.find("packed: [m16 slab][k chunk][lane]") != std::string::npos;
+    runs.wgmma += source->source.find("wgmma_m64") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -273,6 +275,9 @@ TEST(GpuAttention, CausalMatchesTheCpu) {
   }
   EXPECT_GE(runs.split, 6);
   EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
+  // Head dim 64 over more than one step: wgmma's products (on an sm_90a
+  // device), whose Q fragments must survive from step to step.
+  EXPECT_GE(runs.wgmma, 2);
 }
 
 // One slab of query rows, all in the block, against a wide V (MLA's

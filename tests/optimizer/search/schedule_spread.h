@@ -31,11 +31,16 @@ inline std::vector<Schedule> ScheduleSpread(const Region& region, const Schedule
   return out;
 }
 
+// For sm_90 (mma.sync) and, where the kernel has a wgmma form, for sm_90a
+// (the target kiln compiles for on Hopper) too.
 inline void ExpectCompilesForHopper(const jit::NvrtcApi& nvrtc, const codegen::KernelSource& source) {
-  jit::CompileOptions options;
-  options.arch = "sm_90";
-  absl::StatusOr<std::string> cubin = jit::CompileToCubin(nvrtc, codegen::AssembleSource(source.source), options);
-  EXPECT_TRUE(cubin.ok()) << cubin.status() << "\n" << source.source;
+  for (const char* arch : {"sm_90", "sm_90a"}) {
+    if (std::string(arch) == "sm_90a" && source.source.find("wgmma_m64") == std::string::npos) continue;
+    jit::CompileOptions options;
+    options.arch = arch;
+    absl::StatusOr<std::string> cubin = jit::CompileToCubin(nvrtc, codegen::AssembleSource(source.source), options);
+    EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status() << "\n" << source.source;
+  }
 }
 
 // The kernels of `found` under ScheduleSpread's schedules that the code
