@@ -225,7 +225,6 @@ void TiledGenerator::EmitFlashStep() {
   // serves every slab.
   e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
   const auto scores_a = [&] {
-    e_.Line("const int k = c * 16 + (lane & 15);");
     e_.Linef("unsigned fa[", slabs, "][4];");
     if (flash_.a_registers) {
       OpenFlashSlabs();
@@ -247,6 +246,7 @@ void TiledGenerator::EmitFlashStep() {
     if (flash_.a_registers || (s.b_rows && FlashPairsB(flash_.scores, sn))) e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
     scores_a();
+    e_.Line("const int k = c * 16 + (lane & 15);");  // the lane's ldmatrix row
     EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
     e_.Close();
   });
@@ -496,8 +496,9 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
   OpenFlashSlabs();
-  e_.Linef("wgmma_m64n", n, "k16_", DTypeSuffix(b_.tile_ops[mm].dtype), "<", plan.b_rows ? 0 : 1, ">(&",
-           acc, "[sl][0][0], fw[c][sl], wgmma_descriptor(bw + ", chunk_bytes, "u * c, 1024));");
+  e_.Linef("wgmma_m64k16<", n, ", ", b_.tile_ops[mm].dtype == DType::kBF16 ? "true" : "false", ", ",
+           plan.b_rows ? 0 : 1, ">(&", acc, "[sl][0][0], fw[c][sl], wgmma_descriptor(bw + ", chunk_bytes,
+           "u * c, 1024));");
   e_.Close();
   e_.Close();
   e_.Line("wgmma_commit_and_wait();");

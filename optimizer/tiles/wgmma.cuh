@@ -108,34 +108,18 @@ __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy
       "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                             \
     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTransB))
 
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n32k16_f16(float* d, const unsigned a[4], unsigned long long b) {
-  KILN_WGMMA_M64N32K16("f16");
-}
-
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n64k16_f16(float* d, const unsigned a[4], unsigned long long b) {
-  KILN_WGMMA_M64N64K16("f16");
-}
-
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n128k16_f16(float* d, const unsigned a[4], unsigned long long b) {
-  KILN_WGMMA_M64N128K16("f16");
-}
-
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n32k16_bf16(float* d, const unsigned a[4], unsigned long long b) {
-  KILN_WGMMA_M64N32K16("bf16");
-}
-
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n64k16_bf16(float* d, const unsigned a[4], unsigned long long b) {
-  KILN_WGMMA_M64N64K16("bf16");
-}
-
-template <int kTransB>
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float* d, const unsigned a[4], unsigned long long b) {
-  KILN_WGMMA_M64N128K16("bf16");
+// The product above for N = kN (32, 64 or 128) and 16-bit elements, bf16
+// where kBf16, else f16.
+template <int kN, bool kBf16, int kTransB>
+__device__ __forceinline__ void wgmma_m64k16(float* d, const unsigned a[4], unsigned long long b) {
+  static_assert(kN == 32 || kN == 64 || kN == 128, "wgmma m64nNk16 here takes N of 32, 64 or 128");
+  if constexpr (kN == 32) {
+    if constexpr (kBf16) { KILN_WGMMA_M64N32K16("bf16"); } else { KILN_WGMMA_M64N32K16("f16"); }
+  } else if constexpr (kN == 64) {
+    if constexpr (kBf16) { KILN_WGMMA_M64N64K16("bf16"); } else { KILN_WGMMA_M64N64K16("f16"); }
+  } else {
+    if constexpr (kBf16) { KILN_WGMMA_M64N128K16("bf16"); } else { KILN_WGMMA_M64N128K16("f16"); }
+  }
 }
 
 #undef KILN_WGMMA_M64N32K16

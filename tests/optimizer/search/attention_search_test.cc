@@ -35,28 +35,14 @@ SearchResult Search(const Region& region) {
   return ValueOrFail(Superoptimize(region, options));
 }
 
-struct VariantKernel {
-  Schedule schedule;
-  ugraph::KernelGraph graph;
-  codegen::KernelSource source;
-};
-
 // The kernel of each variant of the search's schedule for the case that
 // the code generator emits (not those past shared memory); none, with a
 // failure, if the search found nothing.
 std::vector<VariantKernel> VariantKernels(const FusedCase& c) {
-  std::vector<VariantKernel> out;
   SearchResult r = Search(c.region);
   EXPECT_TRUE(r.candidate.has_value()) << r.report.ToString();
-  if (!r.candidate) return out;
-  for (const Schedule& s : ScheduleVariants(c.region, r.candidate->schedule)) {
-    Candidate candidate = *r.candidate;
-    candidate.schedule = s;
-    ugraph::KernelGraph graph = ValueOrFail(Instantiate(c.region, candidate, c.region.class_size));
-    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, 0);
-    if (source.ok()) out.push_back({s, std::move(graph), *std::move(source)});
-  }
-  return out;
+  if (!r.candidate) return {};
+  return KernelsOfVariants(c.region, *r.candidate);
 }
 
 // The search's candidate for the case, which passes the field tests (seed
@@ -780,45 +766,6 @@ TEST(AttentionSearch, TwoSlabsAWarpShareEachBFragment) {
     }
     EXPECT_GE(two, 1) << c.region.ToString();
     if (causal) { EXPECT_GE(two_blocks, 1); }
-  }
-}
-
-// Head dim 64 (B's ring rows 128 bytes, wgmma's 128-byte swizzle): both
-// flash products by wgmma on sm_90a, B straight from the ring through a
-// descriptor, K given transposed (MN-major: a k chunk 16 rows of 128
-// bytes on) or by rows (K-major: 32 bytes on); the ldmatrix form under
-// #else; the rings 1024-byte aligned and made visible to the async proxy
-// before the step's barrier; Q's fragments from shared memory each step.
-// Not with warps in groups (each takes a share of the keys). The first two
-// compile, for sm_90 and sm_90a.
-TEST(AttentionSearch, HeadDim64ProductsTakeWgmmaOnHopper) {
-  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
-  struct Case {
-    FusedCase c;
-    std::string scores;  // the scores' product, as emitted
-  };
-  for (const Case& k : {Case{AttentionCase(2, 256, 64, 4096), "wgmma_m64n64k16_f16<1>(&sc[sl][0][0], fw[c][sl], "
-                                                              "wgmma_descriptor(bw + 2048u * c, 1024));"},
-                        Case{RowKeysAttentionCase(2, 256, 64, 4096), "k16_f16<0>(&sc[sl][0][0], fw[c][sl], "
-                                                                     "wgmma_descriptor(bw + 32u * c, 1024));"}}) {
-    SCOPED_TRACE(k.c.name);
-    int wgmma = 0;
-    for (const auto& [s, graph, kernel] : VariantKernels(k.c)) {
-      const std::string& source = kernel.source;
-      const bool grouped = source.find("and its group's") != std::string::npos;
-      if (source.find("wgmma_m64") == std::string::npos) continue;
-      ++wgmma;
-      EXPECT_FALSE(grouped) << source;
-      EXPECT_THAT(source, ::testing::HasSubstr(k.scores));
-      const std::string pv = R"(wgmma_m64n64k16_f16<1>\(&o[0-9]+\[sl\]\[0\]\[0\], fw\[c\]\[sl\], )";
-      EXPECT_THAT(source, ::testing::ContainsRegex(pv + R"(wgmma_descriptor\(bw \+ 2048u \* c, 1024\)\);)"));
-      EXPECT_THAT(source, ::testing::HasSubstr("extern __shared__ __align__(1024) float smem[];"));
-      EXPECT_THAT(source, ::testing::ContainsRegex(R"(fence_async_shared\(\);\s*#endif\s*__syncthreads\(\);)"));
-      EXPECT_THAT(source, ::testing::HasSubstr("const uint4 q = qa["));
-      EXPECT_THAT(source, ::testing::HasSubstr("#else"));
-      if (nvrtc.ok() && wgmma <= 2) ExpectCompilesForHopper(**nvrtc, kernel);
-    }
-    EXPECT_GE(wgmma, 1);
   }
 }
 

@@ -3,6 +3,7 @@
 // columns of tiles at a time, whether K is given transposed or by rows.
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -104,6 +105,58 @@ TEST(FlashOperands, AWideOOfOneSlabIsSharedOutByColumns) {
   EXPECT_THAT(loop, ::testing::HasSubstr("if ((lane & 3) == 0 && warp == 0)"));
   EXPECT_EQ(loop.find("if (warp < "), std::string::npos) << "no warp idles";
   if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+}
+
+// The search's candidate's kernel under each schedule variant; none, with
+// a failure, if the search found nothing.
+std::vector<VariantKernel> FoundVariants(const FusedCase& c) {
+  SearchOptions options;
+  options.budget_seconds = 8;
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  EXPECT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  if (!r.candidate) return {};
+  return KernelsOfVariants(c.region, *r.candidate);
+}
+
+// Head dim 64 (B's ring rows 128 bytes, wgmma's 128-byte swizzle): both
+// flash products by wgmma on sm_90a, B straight from the ring through a
+// descriptor, K given transposed (MN-major: a k chunk 16 rows of 128
+// bytes on) or by rows (K-major: 32 bytes on); the ldmatrix form under
+// #else; the rings 1024-byte aligned and made visible to the async proxy
+// before the step's barrier; Q's fragments from shared memory each step.
+// Not with warps in groups (each takes a share of the keys). The first two
+// compile, for sm_90 and sm_90a.
+TEST(FlashOperands, HeadDim64ProductsTakeWgmmaOnHopper) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  struct Case {
+    FusedCase c;
+    std::string scores;  // the scores' product, as emitted (a pattern)
+  };
+  // Each scores product: its A, then B's descriptor a k chunk on.
+  const std::string scores = R"(>\(&sc\[sl\]\[0\]\[0\], fw\[c\]\[sl\], wgmma_descriptor\(bw \+ )";
+  for (const Case& k : {Case{AttentionCase(2, 256, 64, 4096),
+                             "wgmma_m64k16<64, false, 1" + scores + R"(2048u \* c, 1024\)\);)"},
+                        Case{RowKeysAttentionCase(2, 256, 64, 4096),
+                             "wgmma_m64k16<(32|64|128), false, 0" + scores + R"(32u \* c, 1024\)\);)"}}) {
+    SCOPED_TRACE(k.c.name);
+    int wgmma = 0;
+    for (const auto& [s, graph, kernel] : FoundVariants(k.c)) {
+      const std::string& source = kernel.source;
+      const bool grouped = source.find("and its group's") != std::string::npos;
+      if (source.find("wgmma_m64") == std::string::npos) continue;
+      ++wgmma;
+      EXPECT_FALSE(grouped) << source;
+      EXPECT_THAT(source, ::testing::ContainsRegex(k.scores));
+      const std::string pv = R"(wgmma_m64k16<64, false, 1>\(&o[0-9]+\[sl\]\[0\]\[0\], fw\[c\]\[sl\], )";
+      EXPECT_THAT(source, ::testing::ContainsRegex(pv + R"(wgmma_descriptor\(bw \+ 2048u \* c, 1024\)\);)"));
+      EXPECT_THAT(source, ::testing::HasSubstr("extern __shared__ __align__(1024) float smem[];"));
+      EXPECT_THAT(source, ::testing::ContainsRegex(R"(fence_async_shared\(\);\s*#endif\s*__syncthreads\(\);)"));
+      EXPECT_THAT(source, ::testing::HasSubstr("const uint4 q = qa["));
+      EXPECT_THAT(source, ::testing::HasSubstr("#else"));
+      if (nvrtc.ok() && wgmma <= 2) ExpectCompilesForHopper(**nvrtc, kernel);
+    }
+    EXPECT_GE(wgmma, 1);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #define KILN_TESTS_OPTIMIZER_SEARCH_SCHEDULE_SPREAD_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -43,24 +44,44 @@ inline void ExpectCompilesForHopper(const jit::NvrtcApi& nvrtc, const codegen::K
   }
 }
 
-// The kernels of `found` under ScheduleSpread's schedules that the code
-// generator emits (tiles past shared memory it refuses, as the search
-// skips them), each checked to compile for Hopper.
-inline std::vector<codegen::KernelSource> CompiledSpread(const jit::NvrtcApi& nvrtc, const Region& region,
-                                                         const Candidate& found, size_t count) {
-  std::vector<codegen::KernelSource> out;
-  for (const Schedule& s : ScheduleSpread(region, found.schedule, count)) {
+// A schedule of a found candidate, its kernel graph and source.
+struct VariantKernel {
+  Schedule schedule;
+  ugraph::KernelGraph graph;
+  codegen::KernelSource source;
+};
+
+// The kernels of `found` under `schedules` that the code generator emits
+// (tiles past shared memory it refuses, as the search skips them).
+inline std::vector<VariantKernel> KernelsOf(const Region& region, const Candidate& found,
+                                            const std::vector<Schedule>& schedules) {
+  std::vector<VariantKernel> out;
+  for (const Schedule& s : schedules) {
     Candidate candidate = found;
     candidate.schedule = s;
     absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(region, candidate, region.class_size);
     EXPECT_TRUE(graph.ok()) << graph.status();
     if (!graph.ok()) continue;
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
-    if (!source.ok()) continue;
-    ExpectCompilesForHopper(nvrtc, *source);
-    out.push_back(*std::move(source));
+    if (source.ok()) out.push_back({s, *std::move(graph), *std::move(source)});
   }
   return out;
+}
+
+// Those under ScheduleSpread's schedules, each checked to compile for Hopper.
+inline std::vector<codegen::KernelSource> CompiledSpread(const jit::NvrtcApi& nvrtc, const Region& region,
+                                                         const Candidate& found, size_t count) {
+  std::vector<codegen::KernelSource> out;
+  for (VariantKernel& k : KernelsOf(region, found, ScheduleSpread(region, found.schedule, count))) {
+    ExpectCompilesForHopper(nvrtc, k.source);
+    out.push_back(std::move(k.source));
+  }
+  return out;
+}
+
+// Those under every one of ScheduleVariants' schedules.
+inline std::vector<VariantKernel> KernelsOfVariants(const Region& region, const Candidate& found) {
+  return KernelsOf(region, found, ScheduleVariants(region, found.schedule));
 }
 
 // How many of `sources` contain `text`.
