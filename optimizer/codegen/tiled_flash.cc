@@ -128,6 +128,13 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     const bool a_before =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
     flash_.wgmma = FlashWgmma();  // (then Q from shared memory: see FlashPlan::wgmma)
+  if (flash_.wgmma) {
+    // Rows past 128 bytes in panels of 128-byte rows: wgmma's atoms.
+    for (const int mm : {s, pv}) {
+      InputPlan& b = inputs_[BInput(mm)];
+      b.panels = b.row_vectors() > 8;
+    }
+  }
     flash_.a_registers = a_before && (warp_slabs == 1 || s_plan.depth <= 64) && !flash_.wgmma;
     flash_.a_shared = a_before && !flash_.a_registers;
     registers_ += FlashOffsets(s, FlashColumns()) + FlashOffsets(pv, FlashOColumns());
@@ -451,17 +458,21 @@ bool TiledGenerator::FlashWgmma() const {
     const DType dtype = b_.tile_ops[mm].dtype;
     if ((dtype != DType::kF16 && dtype != DType::kBF16) || plan.b_tile) return false;
     if (plan.b_scale >= 0 && !ScalesFlashScores(mm)) return false;  // B's fragments scaled, not the scores
-    // B's ring: rows of 8 vectors (128 bytes), swizzled, one row per k
-    // (MN-major) or per n (K-major, B by rows), the other axes of one.
+    // B's ring: rows of 8 or 16 vectors (128 or 256 bytes: one or two
+    // panels), swizzled, one row per k (MN-major) or per n (K-major, B by
+    // rows), the other axes of one.
     const InputPlan& in = inputs_[BInput(mm)];
-    if (!in.ring || !in.swizzle || in.dtype != dtype || in.row_vectors() != 8 || in.width != 8) return false;
+    const int64_t rv = in.row_vectors();
+    if (!in.ring || !in.swizzle || in.dtype != dtype || (rv != 8 && rv != 16) || in.width != 8) return false;
     int64_t wide = 0;
     for (size_t d = 0; d < in.task_sizes.size(); ++d) {
       wide += in.task_sizes[d] > 1 && in.order.back() != static_cast<int>(d);
     }
     if (wide > 1) return false;
     const int64_t n = plan.n8s * 8, rows = plan.b_rows ? n : plan.depth;
-    if (in.tasks != 8 * rows || (n != 32 && n != 64 && n != 128) || (plan.b_rows ? plan.depth : n) != 64) return false;
+    if (in.tasks != rv * rows || (n != 32 && n != 64 && n != 128) || (plan.b_rows ? plan.depth : n) != 8 * rv) {
+      return false;
+    }
   }
   return true;
 }
@@ -471,8 +482,14 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
   if (!flash_.wgmma) return otherwise();
   const MatmulPlan& plan = matmuls_[mm];
   const int b = BInput(mm);
-  // A k chunk of 16 is 32 bytes along a K-major row, 16 rows of 128 bytes MN-major.
-  const int64_t chunk_bytes = plan.b_rows ? 32 : 2048;
+  // A k chunk of 16 is 32 bytes along a K-major row (the next panel after
+  // 4), 16 rows of 128 bytes MN-major; MN-major's N past 64 lies in the
+  // next panels, LBO apart.
+  const int64_t panel_bytes = 16 * inputs_[b].panel_stride();
+  const std::string chunk_at = !plan.b_rows            ? "2048u * c"
+                               : inputs_[b].panels ? absl::StrCat("c / 4 * ", panel_bytes, "u + c % 4 * 32u")
+                                                   : "32u * c";
+  const std::string lbo = plan.b_rows || !inputs_[b].panels ? "" : absl::StrCat(", ", panel_bytes);
   e_.Line("#if KILN_WGMMA");
   e_.Open("");
   const int64_t n = plan.n8s * 8;
@@ -497,8 +514,8 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
   e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
   OpenFlashSlabs();
   e_.Linef("wgmma_m64k16<", n, ", ", b_.tile_ops[mm].dtype == DType::kBF16 ? "true" : "false", ", ",
-           plan.b_rows ? 0 : 1, ">(&", acc, "[sl][0][0], fw[c][sl], wgmma_descriptor(bw + ", chunk_bytes,
-           "u * c, 1024));");
+           plan.b_rows ? 0 : 1, ">(&", acc, "[sl][0][0], fw[c][sl], wgmma_descriptor(bw + ", chunk_at, ", 1024",
+           lbo, "));");
   e_.Close();
   e_.Close();
   e_.Line("wgmma_commit_and_wait();");
@@ -545,8 +562,8 @@ void TiledGenerator::DeclareFlashOffsets(int mm, int64_t count, const std::strin
   if (matmuls_[mm].b_rows) {
     // Lane l gives key row l % 8 (+ 8 for lanes 16-31) at k vector 2 c +
     // l / 8 % 2. The swizzle takes the row's low bits only, so a column of
-    // tiles further adds 8 rows' vectors, and k chunk c + 4 adds 8 vectors
-    // to chunk c's slot.
+    // tiles further adds 8 rows' slots, and k chunk c + 4 adds 8 vectors'
+    // (the next panel's) to chunk c's slot.
     const int64_t n = FlashRowsOffsets(mm);
     declare(n, absl::StrCat(" by rows: the lane's ldmatrix rows in stage 0, k chunks 0-", n - 1, " of keys 0-15"),
             absl::StrCat("((lane & 7) + (lane >> 4) * 8) * ", rv, " + 2 * j + ((lane >> 3) & 1)"));
@@ -578,7 +595,8 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   }
   // Two columns of tiles per ldmatrix (lanes 16-31 address the second).
   const int b = BInput(mm);
-  const int64_t rv = inputs_[b].row_vectors();
+  const InputPlan& in = inputs_[b];
+  const int64_t rv = in.row_vectors();
   e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; v += 2)"));
   e_.Line("unsigned fb[4];");
   if (plan.b_rows) {
@@ -586,11 +604,11 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
     const int64_t n = FlashRowsOffsets(mm);
     const bool wraps = rv / 2 > n;
     e_.Linef("load_b_fragments_rows_x2(fb, bo", mm, wraps ? absl::StrCat("[c % ", n, "]") : "[c]", " + 16u * (stage * ",
-             inputs_[b].tasks, " + (", first, " + v) * ", 8 * rv, wraps ? absl::StrCat(" + c / ", n, " * ", 2 * n) : "",
-             "));");
+             in.tasks, " + (", first, " + v) * ", 8 * in.row_stride(),
+             wraps ? absl::StrCat(" + c / ", n, " * ", 2 * n / 8 * in.panel_stride()) : "", "));");
   } else {
-    e_.Linef("load_b_fragments_trans_x2(fb, bo", mm, "[v / 2] + 16u * (stage * ", inputs_[b].tasks, " + ", k_rows,
-             " * ", rv, "));");
+    e_.Linef("load_b_fragments_trans_x2(fb, bo", mm, "[v / 2] + 16u * (stage * ", in.tasks, " + ", k_rows, " * ",
+             in.row_stride(), "));");
   }
   if (plan.b_scale >= 0 && !ScalesFlashScores(mm)) {
     e_.Open("");

@@ -332,6 +332,30 @@ int TiledGenerator::CausalGridAxis() const {
   return rows.source == Source::kGrid ? rows.grid_axis : -1;
 }
 
+void TiledGenerator::DeclareBlockIndices() {
+  const int causal = CausalGridAxis();
+  causal_order_ = false;
+  for (int g = causal + 1; causal >= 0 && g < 3; ++g) causal_order_ = causal_order_ || b_.grid[g].extent.rank() > 0;
+  if (!causal_order_) return;
+  e_.Linef("// the blocks in launch order, grid axis ", causal, " (the causal rows') slowest: the longest tiles first");
+  e_.Line("unsigned long long vb_rest = blockIdx.x + static_cast<unsigned long long>(gridDim.x) * "
+          "(blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);");
+  e_.Linef("const unsigned long long vb_others = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z / ",
+           kGridDim[causal], ";");
+  e_.Linef("const unsigned vb", causal, " = static_cast<unsigned>(vb_rest / vb_others);");
+  e_.Line("vb_rest %= vb_others;");
+  const int last = causal == 2 ? 1 : 2;
+  for (int g = 0; g <= last; ++g) {
+    if (g == causal) continue;
+    e_.Linef("const unsigned vb", g, " = static_cast<unsigned>(vb_rest % ", kGridDim[g], ");");
+    if (g < last) e_.Linef("vb_rest /= ", kGridDim[g], ";");
+  }
+}
+
+std::string TiledGenerator::BlockIndex(int g) const {
+  return causal_order_ ? absl::StrCat("vb", g) : kBlockIdx[g];
+}
+
 std::string TiledGenerator::CausalStepEnd() const {
   const int masked = CausalExp();
   if (masked < 0) return "";
@@ -470,6 +494,7 @@ absl::Status TiledGenerator::Generate() {
   }
   const int split_axis = ugraph::SplitGridAxis(b_);
   if (split_axis >= 0) e_.Line("__shared__ bool split_last;");
+  DeclareBlockIndices();
   for (size_t i = 0; i < n; ++i) {
     if (offsets_[i] >= 0) e_.Linef("float* const ", Buffer(i), " = smem + ", offsets_[i], ";");
   }
@@ -505,10 +530,10 @@ absl::Status TiledGenerator::Generate() {
     if (d.extent.rank() == 0) continue;
     if (g == causal_axis) {
       const std::string ix = e_.Index();
-      e_.Open(absl::StrCat("for (", ix, " bg", g, " = ", count(d), " - 1 - static_cast<", ix, ">(", kBlockIdx[g],
+      e_.Open(absl::StrCat("for (", ix, " bg", g, " = ", count(d), " - 1 - static_cast<", ix, ">(", BlockIndex(g),
                            "); bg", g, " >= 0; bg", g, " -= static_cast<", ix, ">(", kGridDim[g], "))"));
     } else {
-      e_.Open(absl::StrCat("for (", e_.Index(), " bg", g, " = ", kBlockIdx[g], "; bg", g, " < ", count(d), "; bg", g,
+      e_.Open(absl::StrCat("for (", e_.Index(), " bg", g, " = ", BlockIndex(g), "; bg", g, " < ", count(d), "; bg", g,
                            " += ", kGridDim[g], ")"));
     }
     ++opened;
@@ -616,7 +641,7 @@ absl::Status TiledGenerator::Generate() {
       if (b_.grid[g].extent.rank() == 0) continue;
       point = absl::StrCat("(", point, ") * (", count(b_.grid[g]), ") + bg", g);
     }
-    EmitSplitCombine(point, kBlockIdx[split_axis]);
+    EmitSplitCombine(point, BlockIndex(split_axis));
   }
   EmitPhase(Phase::kAfter);
   EmitStores();
@@ -665,7 +690,7 @@ void TiledGenerator::EmitStepBounds() {
   if (split_axis >= 0) {
     const char* ix = e_.Index();
     e_.Linef("const ", ix, " share = (steps + ", b_.loop_split - 1, ") / ", b_.loop_split, ";");
-    e_.Linef("const ", ix, " step_begin = min(steps, (", ix, ")", kBlockIdx[split_axis], " * share);");
+    e_.Linef("const ", ix, " step_begin = min(steps, (", ix, ")", BlockIndex(split_axis), " * share);");
     e_.Linef("const ", ix, " step_end = min(", last, ", step_begin + share);");
   } else {
     e_.Linef("const ", e_.Index(), " step_begin = 0, step_end = ", last, ";");

@@ -225,11 +225,16 @@ class TiledGenerator {
   std::string RingSlot(int i, const std::string& stage, const std::string& task) const {
     return absl::StrCat("ring", i, "[", stage, " * ", inputs_[i].tasks, " + ", SlotIndex(i, task), "]");
   }
-  // Where task `task` of input i sits within a stage (swizzled or not).
+  // Where task `task` of input i sits within a stage (swizzled or not,
+  // in panels or not).
   std::string SlotIndex(int i, const std::string& task) const {
     const InputPlan& plan = inputs_[i];
     if (!plan.swizzle) return task;
     const int64_t rv = plan.row_vectors();
+    if (plan.panels) {
+      return absl::StrCat("((", task, ") % ", rv, " / 8 * ", plan.panel_stride(), " + (", task, ") / ", rv,
+                          " * 8 + (((", task, ") ^ ((", task, ") / ", rv, ")) & 7))");
+    }
     return rv % 8 == 0 ? absl::StrCat("((", task, ") ^ ((", task, ") / ", rv, " & 7))")
                        : absl::StrCat("((", task, ") ^ ((", task, ") / 8 & ", rv - 1, "))");
   }
@@ -599,6 +604,16 @@ class TiledGenerator {
   // or -1: its blocks run last-first, so that the longest start first and
   // the short ones fill the last wave.
   int CausalGridAxis() const;
+  // Declares vb0..vb2, the block's index along each launch dim, where a
+  // causal grid axis runs slowest (BlockIndex): the launch order walks the
+  // x dim fastest, and with the causal axis on x each head's longest tiles
+  // would start with its short ones, the last heads' among the last
+  // blocks. All the longest tiles first instead (on an H100, causal_prefill
+  // 463.8 -> see the README), the shortest last.
+  void DeclareBlockIndices();
+  // The block's index along launch dim g (blockIdx, or vb<g>).
+  std::string BlockIndex(int g) const;
+  bool causal_order_ = false;  // see DeclareBlockIndices
   // A split loop's combine shared out (tiled_split.cc). In a cooperative
   // launch (p.together) every block of a grid point is resident, so each
   // waits for all of them (split_gather) and then combines and stores its

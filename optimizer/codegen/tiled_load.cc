@@ -414,9 +414,11 @@ void TiledGenerator::EmitWholeCopies(int i, bool prefetch) {
     CloseThreadTasks(i);
     return;
   }
+  // (Tasks a multiple of 8 rows apart: their slots are that many rows apart.)
+  const int64_t slot_step = plan.swizzle ? b_.threads / plan.row_vectors() * plan.row_stride() : b_.threads;
   const std::string slot = slot0.empty() ? RingSlot(i, "issue_stage", "l")
                                          : absl::StrCat("ring", i, "[issue_stage * ", plan.tasks, " + ", slot0,
-                                                        " + it * ", b_.threads, "]");
+                                                        " + it * ", slot_step, "]");
   e_.Linef("copy_async16(&", slot, ", ", InputPointer(i), ", ", offset, ", ", DTypeSize(plan.dtype), ");");
   CloseThreadTasks(i);
 }
@@ -566,6 +568,7 @@ void TiledGenerator::ShareRings() {
     if (plan.ring_of < 0) continue;
     InputPlan& owner = inputs_[plan.ring_of];
     owner.swizzle = plan.swizzle = owner.swizzle || plan.swizzle;
+    owner.panels = plan.panels = owner.panels || plan.panels;
     owner.cross_read = plan.cross_read = owner.cross_read || plan.cross_read;
   }
 }

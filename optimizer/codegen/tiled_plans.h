@@ -44,6 +44,16 @@ struct InputPlan {
   // The slots of one row of its tasks: the count along the axis the
   // tasks walk fastest (its vectors' axis, where it has vectors).
   int64_t row_vectors() const { return order.empty() ? 0 : task_sizes[order.back()]; }
+  // Swizzled rows of 8k vectors (k > 1) kept as k panels of 8-vector
+  // (128-byte) rows, one after another in the stage: vector v of row r at
+  // (v / 8) * rows * 8 + r * 8 + (v % 8 ^ r % 8) (SlotIndex). Each panel is
+  // then wgmma's 128-byte-swizzle layout (FlashPlan::wgmma); with k = 1 it
+  // is the row-major swizzle.
+  bool panels = false;
+  // Slots between rows r and r + 1 of a stage, and between a row's
+  // vectors v and v + 8 (the same row's next panel).
+  int64_t row_stride() const { return panels ? 8 : row_vectors(); }
+  int64_t panel_stride() const { return panels ? tasks / row_vectors() * 8 : 8; }
 };
 
 // How a matmul's outputs spread over the threads: a task is `per` rows of

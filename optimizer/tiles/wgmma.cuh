@@ -16,8 +16,12 @@
 //   K-major (tnsp 0: rows of n, 64 k each): a k16 chunk 32 bytes on, SBO the
 //     1024 bytes between 8-row groups of n.
 //   MN-major (tnsp 1: rows of k, 64 n each): a k16 chunk 2048 bytes on, SBO
-//     the 1024 bytes between 8-row groups of k.
-// (Measured on an H100 against a CPU product: both layouts, N 64.)
+//     the 1024 bytes between 8-row groups of k; N past 64 in further panels
+//     of such rows, LBO apart.
+// Rows of 128 elements lie in two panels of 64 (InputPlan::panels): K-major,
+// k chunks 4-7 start in the second.
+// (Measured on an H100 against a CPU product: both layouts at N 64,
+// MN-major at N 128 with two panels 8192 bytes apart.)
 #pragma once
 
 #include "kiln/types.cuh"
@@ -32,9 +36,12 @@
 namespace kiln {
 
 // The descriptor of a 128-byte-swizzled matrix at shared address `address`
-// (its 1024-byte pattern aligned), `sbo` bytes between 8-row groups.
-__device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned address, unsigned sbo) {
-  return static_cast<unsigned long long>((address & 0x3FFFFu) >> 4) | (1ull << 16) |
+// (its 1024-byte pattern aligned), `sbo` bytes between 8-row groups and,
+// MN-major, `lbo` bytes between the 64-element panels along N (unused
+// K-major, and for one panel).
+__device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned address, unsigned sbo, unsigned lbo = 16) {
+  return static_cast<unsigned long long>((address & 0x3FFFFu) >> 4) |
+         (static_cast<unsigned long long>((lbo >> 4) & 0x3FFFu) << 16) |
          (static_cast<unsigned long long>((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
 }
 

@@ -597,24 +597,31 @@ TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
 }
 
 // Under a causal mask a block's loop ends at its last row's key, so the
-// blocks along the mask's rows take their grid points last-first: the
-// longest start first and the short ones fill the last wave. Plain
-// attention keeps the usual order. The flash step takes its exps in base
+// blocks along the mask's rows take their grid points last-first, and
+// that axis is the slowest of the launch order (the other launch dims'
+// blocks under it): the longest start first over the whole grid, and the
+// short ones fill the last wave. Plain attention keeps the usual order. The flash step takes its exps in base
 // 2 from the row's shift in log2 units, and rescales O only where some
 // row's max moved (a warp vote).
 TEST(AttentionSearch, CausalBlocksRunLongestFirst) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   const std::regex reversed(
-      R"(for \((i64|int) bg([0-2]) = \(4096(LL)? \+ [0-9]+\) / [0-9]+ - 1 - static_cast<\1>\(blockIdx\.[xyz]\); )"
+      R"(for \((i64|int) bg([0-2]) = \(4096(LL)? \+ [0-9]+\) / [0-9]+ - 1 - static_cast<\1>\((blockIdx\.[xyz]|vb\2)\); )"
       R"(bg\2 >= 0; bg\2 -= static_cast<\1>\(gridDim\.[xyz]\)\))");
-  int causal = 0, flash = 0;
+  int causal = 0, flash = 0, slowest = 0;
   for (const auto& [s, graph, source] : VariantKernels(CausalAttentionCase(2, 4, 4096, 64, 4096))) {
     const std::string& code = source.source;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(code, m, reversed)) << code;
     ++causal;
-    // Only the rows' grid axis runs backwards.
+    // Only the rows' grid axis runs backwards; where other launch dims
+    // follow it, it runs slowest.
     const std::string axis = m[2];
+    if (std::string(m[4]).rfind("vb", 0) == 0) {
+      EXPECT_THAT(code, ::testing::HasSubstr(absl::StrCat("const unsigned vb", axis,
+                                                          " = static_cast<unsigned>(vb_rest / vb_others);")));
+      ++slowest;
+    }
     for (const char* other : {"0", "1", "2"}) {
       if (axis == other) continue;
       EXPECT_EQ(code.find(absl::StrCat("bg", other, " >= 0")), std::string::npos);
@@ -630,9 +637,11 @@ TEST(AttentionSearch, CausalBlocksRunLongestFirst) {
   }
   EXPECT_GE(causal, 4);
   EXPECT_GE(flash, 2);
+  EXPECT_GE(slowest, 4);
   for (const auto& [s, graph, source] : VariantKernels(AttentionCase(2, 256, 64, 4096))) {
     EXPECT_FALSE(std::regex_search(source.source, reversed)) << s.ToString(AttentionCase(2, 256, 64, 4096).region);
     EXPECT_EQ(source.source.find(" >= 0; bg"), std::string::npos);
+    EXPECT_EQ(source.source.find("vb_rest"), std::string::npos);
   }
 }
 

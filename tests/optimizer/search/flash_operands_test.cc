@@ -56,7 +56,8 @@ TEST(FlashOperands, BIsReadAtAddressesWorkedOutBeforeTheProducts) {
 // K stored by rows (a KV cache's layout; causal prefill's): its fragments
 // come two columns of tiles an ldmatrix (no .trans) too. The swizzle
 // repeats every 4 k chunks, so 4 lane addresses serve head dim 128 (a
-// chunk 4 on adds 8 vectors) and 4 serve head dim 64.
+// chunk 4 on adds 8 vectors, or a panel's where the ring is in panels for
+// wgmma) and 4 serve head dim 64.
 TEST(FlashOperands, KeysByRowsAreReadTwoColumnsOfTilesAtATime) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   struct Case {
@@ -71,7 +72,8 @@ TEST(FlashOperands, KeysByRowsAreReadTwoColumnsOfTilesAtATime) {
     const std::string loop = ChosenLoop(c, &source);
     EXPECT_THAT(loop, ::testing::HasSubstr("'s B by rows: the lane's ldmatrix rows in stage 0, k chunks 0-3"));
     const std::string chunk = k.head_dim == 128 ? R"(\[c % 4\])" : R"(\[c\])";
-    const std::string wrap = k.head_dim == 128 ? R"( \+ c / 4 \* 8)" : "";
+    const bool panels = source.source.find("wgmma_m64") != std::string::npos;
+    const std::string wrap = k.head_dim != 128 ? "" : panels ? R"( \+ c / 4 \* [0-9]+)" : R"( \+ c / 4 \* 8)";
     const std::string columns = R"(\((0|kg \* [0-9]+|2 \* warp) \+ v\) \* [0-9]+)";
     EXPECT_THAT(loop, ::testing::ContainsRegex(absl::StrCat(R"(load_b_fragments_rows_x2\(fb, bo[0-9]+)", chunk,
                                                             R"( \+ 16u \* \(stage \* [0-9]+ \+ )", columns, wrap,
@@ -118,26 +120,33 @@ std::vector<VariantKernel> FoundVariants(const FusedCase& c) {
   return KernelsOfVariants(c.region, *r.candidate);
 }
 
-// Head dim 64 (B's ring rows 128 bytes, wgmma's 128-byte swizzle): both
-// flash products by wgmma on sm_90a, B straight from the ring through a
-// descriptor, K given transposed (MN-major: a k chunk 16 rows of 128
-// bytes on) or by rows (K-major: 32 bytes on); the ldmatrix form under
+// B's ring rows 128 bytes (head dim 64, wgmma's 128-byte swizzle) or 256
+// (head dim 128, two panels of 128-byte rows): both flash products by
+// wgmma on sm_90a, B straight from the ring through a descriptor, K given
+// transposed (MN-major: a k chunk 16 rows of 128 bytes on) or by rows
+// (K-major: 32 bytes on, k chunks 4-7 in the second panel); V MN-major,
+// at head dim 128 its second panel LBO on. The ldmatrix form under
 // #else; the rings 1024-byte aligned and made visible to the async proxy
 // before the step's barrier; Q's fragments from shared memory each step.
 // Not with warps in groups (each takes a share of the keys). The first two
-// compile, for sm_90 and sm_90a.
-TEST(FlashOperands, HeadDim64ProductsTakeWgmmaOnHopper) {
+// of each case compile, for sm_90 and sm_90a.
+TEST(FlashOperands, ProductsTakeWgmmaOnHopper) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   struct Case {
     FusedCase c;
-    std::string scores;  // the scores' product, as emitted (a pattern)
+    std::string scores, pv;  // the products, as emitted (patterns)
   };
-  // Each scores product: its A, then B's descriptor a k chunk on.
+  // Each product: its accumulators and A, then B's descriptor a k chunk on.
   const std::string scores = R"(>\(&sc\[sl\]\[0\]\[0\], fw\[c\]\[sl\], wgmma_descriptor\(bw \+ )";
-  for (const Case& k : {Case{AttentionCase(2, 256, 64, 4096),
-                             "wgmma_m64k16<64, false, 1" + scores + R"(2048u \* c, 1024\)\);)"},
-                        Case{RowKeysAttentionCase(2, 256, 64, 4096),
-                             "wgmma_m64k16<(32|64|128), false, 0" + scores + R"(32u \* c, 1024\)\);)"}}) {
+  const std::string pv = R"(>\(&o[0-9]+\[sl\]\[0\]\[0\], fw\[c\]\[sl\], wgmma_descriptor\(bw \+ 2048u \* c, 1024)";
+  const std::string pv64 = "wgmma_m64k16<64, false, 1" + pv + R"(\)\);)";
+  for (const Case& k :
+       {Case{AttentionCase(2, 256, 64, 4096), "wgmma_m64k16<64, false, 1" + scores + R"(2048u \* c, 1024\)\);)", pv64},
+        Case{RowKeysAttentionCase(2, 256, 64, 4096),
+             "wgmma_m64k16<(32|64|128), false, 0" + scores + R"(32u \* c, 1024\)\);)", pv64},
+        Case{CausalAttentionCase(1, 2, 512, 128, 1024, DType::kBF16),
+             "wgmma_m64k16<(32|64|128), true, 0" + scores + R"(c / 4 \* [0-9]+u \+ c % 4 \* 32u, 1024\)\);)",
+             "wgmma_m64k16<128, true, 1" + pv + R"(, [0-9]+\)\);)"}}) {
     SCOPED_TRACE(k.c.name);
     int wgmma = 0;
     for (const auto& [s, graph, kernel] : FoundVariants(k.c)) {
@@ -147,8 +156,7 @@ TEST(FlashOperands, HeadDim64ProductsTakeWgmmaOnHopper) {
       ++wgmma;
       EXPECT_FALSE(grouped) << source;
       EXPECT_THAT(source, ::testing::ContainsRegex(k.scores));
-      const std::string pv = R"(wgmma_m64k16<64, false, 1>\(&o[0-9]+\[sl\]\[0\]\[0\], fw\[c\]\[sl\], )";
-      EXPECT_THAT(source, ::testing::ContainsRegex(pv + R"(wgmma_descriptor\(bw \+ 2048u \* c, 1024\)\);)"));
+      EXPECT_THAT(source, ::testing::ContainsRegex(k.pv));
       EXPECT_THAT(source, ::testing::HasSubstr("extern __shared__ __align__(1024) float smem[];"));
       EXPECT_THAT(source, ::testing::ContainsRegex(R"(fence_async_shared\(\);\s*#endif\s*__syncthreads\(\);)"));
       EXPECT_THAT(source, ::testing::HasSubstr("const uint4 q = qa["));

@@ -44,6 +44,7 @@ struct Runs {
   int split = 0, tensor_cores = 0, keys_shared = 0, rows_b = 0, scaled_b = 0, key_groups = 0, cols_split = 0;
   int packed_a = 0;  // step products reading A's fragments packed before the loop
   int wgmma = 0;     // flash products on Hopper's warpgroup tensor cores
+  int wgmma_panels = 0;  // the same, B's ring rows of 256 bytes in two panels
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -99,7 +100,10 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.key_groups += source->source.find("each warp 16 rows and its group's") != std::string::npos;
     runs.cols_split += source->source.find("columns of O, in registers") != std::string::npos;
     runs.packed_a += source->source.find("packed: [m16 slab][k chunk][lane]") != std::string::npos;
-    runs.wgmma += source->source.find("wgmma_m64") != std::string::npos;
+    const bool wgmma = source->source.find("wgmma_m64") != std::string::npos;
+    runs.wgmma += wgmma;
+    runs.wgmma_panels += wgmma && (source->source.find("u + c % 4 * 32u, 1024)") != std::string::npos ||
+                                   source->source.find("2048u * c, 1024, ") != std::string::npos);
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -264,8 +268,9 @@ TEST(GpuAttention, CausalMatchesTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
   // KV heads, queries, head dim, keys.
-  const std::vector<std::array<int64_t, 4>> shapes = {{3, 3, 16, 127},  {2, 17, 64, 4097}, {1, 127, 128, 513},
-                                                      {2, 128, 64, 128}, {1, 17, 16, 17},   {2, 200, 64, 256}};
+  const std::vector<std::array<int64_t, 4>> shapes = {{3, 3, 16, 127},   {2, 17, 64, 4097}, {1, 127, 128, 513},
+                                                      {2, 128, 64, 128},  {1, 17, 16, 17},   {2, 200, 64, 256},
+                                                      {1, 200, 128, 1000}};
   Runs runs;
   for (const auto& [h, q, d, keys] : shapes) {
     for (DType dtype : {DType::kF16, DType::kF32}) {
@@ -275,9 +280,11 @@ TEST(GpuAttention, CausalMatchesTheCpu) {
   }
   EXPECT_GE(runs.split, 6);
   EXPECT_GE(runs.tensor_cores, 6) << "f16 products on tensor cores";
-  // Head dim 64 over more than one step: wgmma's products (on an sm_90a
-  // device), whose Q fragments must survive from step to step.
+  // Head dims 64 and 128 over more than one step: wgmma's products (on an
+  // sm_90a device), whose Q fragments must survive from step to step; at
+  // 128, K's and V's rings in panels.
   EXPECT_GE(runs.wgmma, 2);
+  EXPECT_GE(runs.wgmma_panels, 1);
 }
 
 // One slab of query rows, all in the block, against a wide V (MLA's
