@@ -13,19 +13,18 @@
 // the latent: 16 heads, 256 columns) has the warps share out O's columns
 // instead: each warp takes the step's S and P whole (the scores' products
 // taken once a warp, which at one slab are few) and its own columns of O.
-// The generic form takes five barriers a step (S to shared memory, the
-// max, the exponentials, the products); here warp w keeps rows 16w..16w+15
-// of S, P, O, the running max and the row sum in registers, the max and
-// sum of a row are a quad's shuffles, and S's accumulator fragments are P@V's A
-// fragments (m16n8 C and m16k16 A share their rows and columns): the step
-// takes only the ring's barrier. Where the tile has two slabs for each
-// warp, warp w keeps rows 32w..32w+31 (FlashAttention-2's layout): each
-// of K's and V's fragments, read from shared memory once, feeds two
-// products, and the two slabs' chains of work interleave. After the loop
-// the registers go to the accumulators' tiles (written whole: no zeros
-// before the loop, and they may lie in the ring's space) and the shift
-// rows, and what follows (the split combine, the division, the stores) is
-// the generic code's.
+// The generic form takes five barriers a step (S to shared memory, the max, the
+// exponentials, the products); here warp w keeps rows 16w..16w+15 of S, P, O,
+// the running max and the row sum in registers, the max and sum of a row are a
+// tree of the lane's part and a quad's shuffles, and S's accumulator fragments
+// are P@V's A fragments (m16n8 C and m16k16 A share their rows and columns):
+// the step takes only the ring's barrier. Where the tile has two slabs for each
+// warp, warp w keeps rows 32w..32w+31 (FlashAttention-2's layout): each of K's
+// and V's fragments, read from shared memory once, feeds two products, and the
+// two slabs' chains of work interleave. After the loop the registers go to the
+// accumulators' tiles (written whole: no zeros before the loop, and they may
+// lie in the ring's space) and the shift rows, and what follows (the split
+// combine, the division, the stores) is the generic code's.
 //
 // The numbers are the generic form's: S in f32, the running max and its
 // factor from the same helpers (tiles/math.cuh), P rounded to the
@@ -294,17 +293,36 @@ void TiledGenerator::EmitFlashStep() {
     emit(in_range);
     e_.Close();
   };
+  // A row's values into `into`[sl][h] (h: rows g and g + 8) by `op`, in a
+  // tree: as a chain, 2 sn dependent ops a row, with two warps a scheduler
+  // to hide their latency (H100, causal_prefill: 425.0 -> 421.3 us).
+  const auto row_tree = [&](const std::string& op, const std::string& into) {
+    OpenFlashSlabs();
+    e_.Line("#pragma unroll");
+    e_.Open("for (int h = 0; h < 2; ++h)");
+    e_.Linef("float part[", sn, "];");
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int v = 0; v < ", sn, "; ++v) part[v] = ", op, "(sc[sl][v][2 * h], sc[sl][v][2 * h + 1]);");
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int w = 1; w < ", sn, "; w *= 2)"));
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int v = 0; v + w < ", sn, "; v += 2 * w) part[v] = ", op, "(part[v], part[v + w]);");
+    e_.Close();
+    e_.Linef(into, "[sl][h] = ", op, "(", into, "[sl][h], part[0]);");
+    e_.Close();
+    e_.Close();
+  };
   e_.Linef("float top[", slabs, "][2];");
   OpenFlashSlabs();
   e_.Line("top[sl][0] = top[sl][1] = no_shift();");
   e_.Close();
   by_fullness([&](const std::string& in_range) {
+    if (in_range.empty()) return row_tree("fmaxf", "top");
     OpenFlashSlabs();
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int v = 0; v < ", sn, "; ++v)"));
     e_.Line("#pragma unroll");
-    e_.Linef("for (int h = 0; h < 4; ++h) ", in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "),
-             "top[sl][h >> 1] = fmaxf(top[sl][h >> 1], sc[sl][v][h]);");
+    e_.Linef("for (int h = 0; h < 4; ++h) if (", in_range, ") top[sl][h >> 1] = fmaxf(top[sl][h >> 1], sc[sl][v][h]);");
     e_.Close();
     e_.Close();
   });
@@ -337,11 +355,11 @@ void TiledGenerator::EmitFlashStep() {
     const std::string exp = "stable_exp_log2(sc[sl][v][h], shift_log2[sl][h >> 1])";
     e_.Linef("const float pe = ", in_range.empty() ? exp : absl::StrCat(in_range, " ? ", exp, " : 0.0f"), ";");
     e_.Line("sc[sl][v][h] = pe;");
-    e_.Line("run_sum[sl][h >> 1] += pe;");
     e_.Close();
     e_.Close();
     e_.Close();
   });
+  row_tree("op_add", "run_sum");
   // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
   const auto pv_a = [&] {
@@ -440,90 +458,6 @@ void TiledGenerator::OpenFlashWarps() {
 
 void TiledGenerator::CloseFlashWarps() {
   if (FlashWarpsIdle()) e_.Close();
-}
-
-bool TiledGenerator::FlashWgmma() const {
-  // A group of 4 warps takes an m64 product: every warp in the flash code,
-  // all of the step's keys (no groups or split keys), all of O's columns.
-  if (flash_.keys_split || flash_.cols_split || flash_.groups > 1 || b_.threads % 128 != 0 || FlashWarpsIdle()) {
-    return false;
-  }
-  // The scores' depth whole at every step (no tail to leave out).
-  const MatmulPlan& s = matmuls_[flash_.scores];
-  if (RowAxis(b_.tile_ops[flash_.scores].args[1]).source != TileAxis::Source::kFull || s.depth % 16 != 0) {
-    return false;
-  }
-  for (const int mm : {flash_.scores, flash_.pv}) {
-    const MatmulPlan& plan = matmuls_[mm];
-    const DType dtype = b_.tile_ops[mm].dtype;
-    if ((dtype != DType::kF16 && dtype != DType::kBF16) || plan.b_tile) return false;
-    if (plan.b_scale >= 0 && !ScalesFlashScores(mm)) return false;  // B's fragments scaled, not the scores
-    // B's ring: rows of 8 or 16 vectors (128 or 256 bytes: one or two
-    // panels), swizzled, one row per k (MN-major) or per n (K-major, B by
-    // rows), the other axes of one.
-    const InputPlan& in = inputs_[BInput(mm)];
-    const int64_t rv = in.row_vectors();
-    if (!in.ring || !in.swizzle || in.dtype != dtype || (rv != 8 && rv != 16) || in.width != 8) return false;
-    int64_t wide = 0;
-    for (size_t d = 0; d < in.task_sizes.size(); ++d) {
-      wide += in.task_sizes[d] > 1 && in.order.back() != static_cast<int>(d);
-    }
-    if (wide > 1) return false;
-    const int64_t n = plan.n8s * 8, rows = plan.b_rows ? n : plan.depth;
-    if (in.tasks != rv * rows || (n != 32 && n != 64 && n != 128) || (plan.b_rows ? plan.depth : n) != 8 * rv) {
-      return false;
-    }
-  }
-  return true;
-}
-
-void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
-                                    const std::function<void()>& otherwise) {
-  if (!flash_.wgmma) return otherwise();
-  const MatmulPlan& plan = matmuls_[mm];
-  const int b = BInput(mm);
-  // A k chunk of 16 is 32 bytes along a K-major row (the next panel after
-  // 4), 16 rows of 128 bytes MN-major; MN-major's N past 64 lies in the
-  // next panels, LBO apart.
-  const int64_t panel_bytes = 16 * inputs_[b].panel_stride();
-  const std::string chunk_at = !plan.b_rows            ? "2048u * c"
-                               : inputs_[b].panels ? absl::StrCat("c / 4 * ", panel_bytes, "u + c % 4 * 32u")
-                                                   : "32u * c";
-  const std::string lbo = plan.b_rows || !inputs_[b].panels ? "" : absl::StrCat(", ", panel_bytes);
-  e_.Line("#if KILN_WGMMA");
-  e_.Open("");
-  const int64_t n = plan.n8s * 8;
-  const auto fence_accumulators = [&] {
-    OpenFlashSlabs();
-    e_.Linef("wgmma_fence_operands<", n / 2, ">(&", acc, "[sl][0][0]);");
-    e_.Close();
-  };
-  e_.Linef("const unsigned bw = shared_address(ring", b, ") + 16u * (stage * ", inputs_[b].tasks, ");  // B's stage");
-  // Every chunk's A first: a product reads its A registers after it is
-  // issued, so none may be written again before the wait.
-  e_.Linef("unsigned fw[", chunks, "][", flash_.warp_slabs, "][4];");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
-  fill();
-  e_.Linef("for (int sl = 0; sl < ", flash_.warp_slabs,
-           "; ++sl) for (int h = 0; h < 4; ++h) fw[c][sl][h] = fa[sl][h];");
-  e_.Close();
-  fence_accumulators();
-  e_.Line("wgmma_fence();");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
-  OpenFlashSlabs();
-  e_.Linef("wgmma_m64k16<", n, ", ", b_.tile_ops[mm].dtype == DType::kBF16 ? "true" : "false", ", ",
-           plan.b_rows ? 0 : 1, ">(&", acc, "[sl][0][0], fw[c][sl], wgmma_descriptor(bw + ", chunk_at, ", 1024",
-           lbo, "));");
-  e_.Close();
-  e_.Close();
-  e_.Line("wgmma_commit_and_wait();");
-  fence_accumulators();
-  e_.Close();
-  e_.Line("#else");
-  otherwise();
-  e_.Line("#endif");
 }
 
 bool TiledGenerator::ScalesFlashScores(int mm) const {

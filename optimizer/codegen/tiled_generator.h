@@ -609,7 +609,7 @@ class TiledGenerator {
   // x dim fastest, and with the causal axis on x each head's longest tiles
   // would start with its short ones, the last heads' among the last
   // blocks. All the longest tiles first instead (on an H100, causal_prefill
-  // 463.8 -> see the README), the shortest last.
+  // 463.8 -> 420.0 us), the shortest last.
   void DeclareBlockIndices();
   // The block's index along launch dim g (blockIdx, or vb<g>).
   std::string BlockIndex(int g) const;

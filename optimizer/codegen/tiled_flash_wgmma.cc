@@ -1,0 +1,94 @@
+// Hopper's warpgroup products on the flash path (FlashPlan::wgmma): which
+// kernels take them, and a step's product by wgmma with the mma.sync form
+// under #else.
+#include <functional>
+
+#include "optimizer/codegen/tiled_generator.h"
+
+namespace kiln::codegen::tiled_internal {
+
+bool TiledGenerator::FlashWgmma() const {
+  // A group of 4 warps takes an m64 product: every warp in the flash code,
+  // all of the step's keys (no groups or split keys), all of O's columns.
+  if (flash_.keys_split || flash_.cols_split || flash_.groups > 1 || b_.threads % 128 != 0 || FlashWarpsIdle()) {
+    return false;
+  }
+  // The scores' depth whole at every step (no tail to leave out).
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  if (RowAxis(b_.tile_ops[flash_.scores].args[1]).source != TileAxis::Source::kFull || s.depth % 16 != 0) {
+    return false;
+  }
+  for (const int mm : {flash_.scores, flash_.pv}) {
+    const MatmulPlan& plan = matmuls_[mm];
+    const DType dtype = b_.tile_ops[mm].dtype;
+    if ((dtype != DType::kF16 && dtype != DType::kBF16) || plan.b_tile) return false;
+    if (plan.b_scale >= 0 && !ScalesFlashScores(mm)) return false;  // B's fragments scaled, not the scores
+    // B's ring: rows of 8 or 16 vectors (128 or 256 bytes: one or two
+    // panels), swizzled, one row per k (MN-major) or per n (K-major, B by
+    // rows), the other axes of one.
+    const InputPlan& in = inputs_[BInput(mm)];
+    const int64_t rv = in.row_vectors();
+    if (!in.ring || !in.swizzle || in.dtype != dtype || (rv != 8 && rv != 16) || in.width != 8) return false;
+    int64_t wide = 0;
+    for (size_t d = 0; d < in.task_sizes.size(); ++d) {
+      wide += in.task_sizes[d] > 1 && in.order.back() != static_cast<int>(d);
+    }
+    if (wide > 1) return false;
+    const int64_t n = plan.n8s * 8, rows = plan.b_rows ? n : plan.depth;
+    if (in.tasks != rv * rows || (n != 32 && n != 64 && n != 128) || (plan.b_rows ? plan.depth : n) != 8 * rv) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
+                                    const std::function<void()>& otherwise) {
+  if (!flash_.wgmma) return otherwise();
+  const MatmulPlan& plan = matmuls_[mm];
+  const int b = BInput(mm);
+  // A k chunk of 16 is 32 bytes along a K-major row (the next panel after
+  // 4), 16 rows of 128 bytes MN-major; MN-major's N past 64 lies in the
+  // next panels, LBO apart.
+  const int64_t panel_bytes = 16 * inputs_[b].panel_stride();
+  const std::string chunk_at = !plan.b_rows            ? "2048u * c"
+                               : inputs_[b].panels ? absl::StrCat("c / 4 * ", panel_bytes, "u + c % 4 * 32u")
+                                                   : "32u * c";
+  const std::string lbo = plan.b_rows || !inputs_[b].panels ? "" : absl::StrCat(", ", panel_bytes);
+  e_.Line("#if KILN_WGMMA");
+  e_.Open("");
+  const int64_t n = plan.n8s * 8;
+  const auto fence_accumulators = [&] {
+    OpenFlashSlabs();
+    e_.Linef("wgmma_fence_operands<", n / 2, ">(&", acc, "[sl][0][0]);");
+    e_.Close();
+  };
+  e_.Linef("const unsigned bw = shared_address(ring", b, ") + 16u * (stage * ", inputs_[b].tasks, ");  // B's stage");
+  // Every chunk's A first: a product reads its A registers after it is
+  // issued, so none may be written again before the wait.
+  e_.Linef("unsigned fw[", chunks, "][", flash_.warp_slabs, "][4];");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+  fill();
+  e_.Linef("for (int sl = 0; sl < ", flash_.warp_slabs,
+           "; ++sl) for (int h = 0; h < 4; ++h) fw[c][sl][h] = fa[sl][h];");
+  e_.Close();
+  fence_accumulators();
+  e_.Line("wgmma_fence();");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+  OpenFlashSlabs();
+  e_.Linef("wgmma_m64k16<", n, ", ", b_.tile_ops[mm].dtype == DType::kBF16 ? "true" : "false", ", ",
+           plan.b_rows ? 0 : 1, ">(&", acc, "[sl][0][0], fw[c][sl], wgmma_descriptor(bw + ", chunk_at, ", 1024",
+           lbo, "));");
+  e_.Close();
+  e_.Close();
+  e_.Line("wgmma_commit_and_wait();");
+  fence_accumulators();
+  e_.Close();
+  e_.Line("#else");
+  otherwise();
+  e_.Line("#endif");
+}
+
+}  // namespace kiln::codegen::tiled_internal
