@@ -331,7 +331,7 @@ absl::StatusOr<uint64_t> CudaExecutor::Workspace(std::shared_ptr<Storage>& buffe
 
 jit::CompileOptions CudaExecutor::CompileFlags() const {
   jit::CompileOptions compile;
-  compile.arch = context_.info().arch();
+  compile.arch = compile_arch_.empty() ? context_.info().arch() : compile_arch_;
   return compile;
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -78,6 +79,11 @@ class CudaExecutor : public Executor {
   void set_poison_buffers(bool poison) { poison_buffers_ = poison; }
   // Measure host and GPU time per Run (each Run then waits for its kernels).
   void set_profile(bool profile) { profile_ = profile; }
+  // Compile later kernels for `arch` ("sm_90" on an sm_90a device: the
+  // generated code's paths for targets without Hopper's wgmma) instead of
+  // the device's own (empty: the device's). For tests; set it while no
+  // compile is under way.
+  void set_compile_arch(std::string arch) { compile_arch_ = std::move(arch); }
   // Called when a trace's plan is built: the regions to run as searched
   // kernels (see search_trace.h, EnableSuperoptimizer). Unset: the default
   // lowering everywhere.
@@ -116,6 +122,7 @@ class CudaExecutor : public Executor {
   std::shared_ptr<Storage> workspace_, counters_;
   bool poison_buffers_ = false;
   bool profile_ = false;
+  std::string compile_arch_;
   RegionSearch region_search_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Hash128, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);

@@ -287,6 +287,23 @@ TEST(GpuAttention, CausalMatchesTheCpu) {
   EXPECT_GE(runs.wgmma_panels, 1);
 }
 
+// Head dim 128 kernels whose K and V rings lie in panels for wgmma (rows
+// of 256 bytes), compiled for sm_90 where the device is sm_90a: their
+// mma.sync form (#else), the one GPUs without wgmma run, reads the same
+// panels by ldmatrix. Causal, a tail of queries and of keys.
+TEST(GpuAttention, PanelsReadByMmaSyncMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  struct DeviceArch {
+    CudaExecutor& executor;
+    ~DeviceArch() { executor.set_compile_arch(""); }
+  } restore{*executor};
+  if (executor->context().info().arch() == "sm_90a") executor->set_compile_arch("sm_90");
+  Runs runs;
+  RunSchedules(*executor, CausalAttentionCase(1, 4, 200, 128, 1000, DType::kF16), DType::kF16, 3, runs);
+  EXPECT_GE(runs.wgmma_panels, 1);
+}
+
 // One slab of query rows, all in the block, against a wide V (MLA's
 // attention over its latent once factored: 16 heads, 256 columns): the
 // flash path with O's columns shared out among the warps, each taking S
