@@ -127,13 +127,13 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     const bool a_before =
         phase_[a] == Phase::kBefore && !s_plan.a_ring && RowAxis(b1).source == TileAxis::Source::kFull;
     flash_.wgmma = FlashWgmma();  // (then Q from shared memory: see FlashPlan::wgmma)
-  if (flash_.wgmma) {
-    // Rows past 128 bytes in panels of 128-byte rows: wgmma's atoms.
-    for (const int mm : {s, pv}) {
-      InputPlan& b = inputs_[BInput(mm)];
-      b.panels = b.row_vectors() > 8;
+    if (flash_.wgmma) {
+      // Rows past 128 bytes in panels of 128-byte rows: wgmma's atoms.
+      for (const int mm : {s, pv}) {
+        InputPlan& b = inputs_[BInput(mm)];
+        b.panels = b.row_vectors() > 8;
+      }
     }
-  }
     flash_.a_registers = a_before && (warp_slabs == 1 || s_plan.depth <= 64) && !flash_.wgmma;
     flash_.a_shared = a_before && !flash_.a_registers;
     registers_ += FlashOffsets(s, FlashColumns()) + FlashOffsets(pv, FlashOColumns());

@@ -151,7 +151,8 @@ struct FlashPlan {
   // sm_90a; mma.sync elsewhere): A from the warps' registers as mma.sync
   // takes it, B straight from its ring, whose rows of 8 vectors (128
   // bytes, 64 16-bit elements) swizzled as kiln swizzles them are the
-  // 128-byte swizzle wgmma reads. Each group of 4 warps is one m64
+  // 128-byte swizzle wgmma reads (rows of 16 vectors lie in two panels of
+  // such rows: InputPlan::panels). Each group of 4 warps is one m64
   // product per slab; no ldmatrix, and the accumulators are the same
   // registers in the same layout (see tiles/wgmma.cuh). Q's fragments are
   // then read from shared memory at every step (a_shared), not held in

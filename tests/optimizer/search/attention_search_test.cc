@@ -600,13 +600,14 @@ TEST(AttentionSearch, CausalPrefillIsOneKernelWithTheMaskInItsSoftmax) {
 // blocks along the mask's rows take their grid points last-first, and
 // that axis is the slowest of the launch order (the other launch dims'
 // blocks under it): the longest start first over the whole grid, and the
-// short ones fill the last wave. Plain attention keeps the usual order. The flash step takes its exps in base
-// 2 from the row's shift in log2 units, and rescales O only where some
-// row's max moved (a warp vote).
+// short ones fill the last wave. Plain attention keeps the usual order.
+// The flash step takes its exps in base 2 from the row's shift in log2
+// units, and rescales O only where some row's max moved (a warp vote).
 TEST(AttentionSearch, CausalBlocksRunLongestFirst) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   const std::regex reversed(
-      R"(for \((i64|int) bg([0-2]) = \(4096(LL)? \+ [0-9]+\) / [0-9]+ - 1 - static_cast<\1>\((blockIdx\.[xyz]|vb\2)\); )"
+      R"(for \((i64|int) bg([0-2]) = \(4096(LL)? \+ [0-9]+\) / [0-9]+ - 1 - )"
+      R"(static_cast<\1>\((blockIdx\.[xyz]|vb\2)\); )"
       R"(bg\2 >= 0; bg\2 -= static_cast<\1>\(gridDim\.[xyz]\)\))");
   int causal = 0, flash = 0, slowest = 0;
   for (const auto& [s, graph, source] : VariantKernels(CausalAttentionCase(2, 4, 4096, 64, 4096))) {
