@@ -9,10 +9,15 @@ namespace kiln::codegen::tiled_internal {
 
 bool TiledGenerator::FlashWgmma() const {
   // A group of 4 warps takes an m64 product: every warp in the flash code,
-  // all of the step's keys (no groups or split keys), all of O's columns.
-  if (flash_.keys_split || flash_.cols_split || flash_.groups > 1 || b_.threads % 128 != 0 || FlashWarpsIdle()) {
+  // all of O's columns, and all of the step's keys or, with groups of
+  // warps, its group's: each group then one warpgroup (4 slabs, one a
+  // warp), whose keys start on a K-major 8-row group or an MN-major panel.
+  if (flash_.keys_split || flash_.cols_split || b_.threads % 128 != 0 || FlashWarpsIdle()) return false;
+  const bool grouped = flash_.groups > 1;
+  if (grouped && (matmuls_[flash_.scores].m16s != 4 || flash_.warp_slabs != 1 || matmuls_[flash_.pv].b_rows)) {
     return false;
   }
+  if (grouped && !matmuls_[flash_.scores].b_rows && FlashColumns() % 8 != 0) return false;
   // The scores' depth whole at every step (no tail to leave out).
   const MatmulPlan& s = matmuls_[flash_.scores];
   if (RowAxis(b_.tile_ops[flash_.scores].args[1]).source != TileAxis::Source::kFull || s.depth % 16 != 0) {
@@ -35,7 +40,9 @@ bool TiledGenerator::FlashWgmma() const {
     }
     if (wide > 1) return false;
     const int64_t n = plan.n8s * 8, rows = plan.b_rows ? n : plan.depth;
-    if (in.tasks != rv * rows || (n != 32 && n != 64 && n != 128) || (plan.b_rows ? plan.depth : n) != 8 * rv) {
+    const int64_t product_n = mm == flash_.scores ? FlashColumns() * 8 : n;
+    if (in.tasks != rv * rows || (product_n != 32 && product_n != 64 && product_n != 128) ||
+        (plan.b_rows ? plan.depth : n) != 8 * rv) {
       return false;
     }
   }
@@ -55,15 +62,24 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
                                : inputs_[b].panels ? absl::StrCat("c / 4 * ", panel_bytes, "u + c % 4 * 32u")
                                                    : "32u * c";
   const std::string lbo = plan.b_rows || !inputs_[b].panels ? "" : absl::StrCat(", ", panel_bytes);
+  // With groups, group kg's keys: B's rows (K-major scores: 128 bytes a
+  // row in each panel), panels (MN-major scores), or k chunks (P@V).
+  const bool scores = mm == flash_.scores;
+  const int64_t n = scores ? FlashColumns() * 8 : plan.n8s * 8, keys = FlashColumns() * 8;
+  std::string group_at;
+  if (flash_.groups > 1) {
+    const int64_t bytes = !scores ? keys * 128 : plan.b_rows ? keys * 128 : keys / 64 * panel_bytes;
+    group_at = absl::StrCat(" + kg * ", bytes, "u");
+  }
   e_.Line("#if KILN_WGMMA");
   e_.Open("");
-  const int64_t n = plan.n8s * 8;
   const auto fence_accumulators = [&] {
     OpenFlashSlabs();
     e_.Linef("wgmma_fence_operands<", n / 2, ">(&", acc, "[sl][0][0]);");
     e_.Close();
   };
-  e_.Linef("const unsigned bw = shared_address(ring", b, ") + 16u * (stage * ", inputs_[b].tasks, ");  // B's stage");
+  e_.Linef("const unsigned bw = shared_address(ring", b, ") + 16u * (stage * ", inputs_[b].tasks, ")", group_at,
+           ";  // B's stage", group_at.empty() ? "" : ", the group's keys");
   // Every chunk's A first: a product reads its A registers after it is
   // issued, so none may be written again before the wait.
   e_.Linef("unsigned fw[", chunks, "][", flash_.warp_slabs, "][4];");

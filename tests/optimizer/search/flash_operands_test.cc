@@ -128,8 +128,9 @@ std::vector<VariantKernel> FoundVariants(const FusedCase& c) {
 // at head dim 128 its second panel LBO on. The ldmatrix form under
 // #else; the rings 1024-byte aligned and made visible to the async proxy
 // before the step's barrier; Q's fragments from shared memory each step.
-// Not with warps in groups (each takes a share of the keys). The first two
-// of each case compile, for sm_90 and sm_90a.
+// With warps in groups (each its share of a step's keys), each group is a
+// warpgroup, B's descriptors start at its keys. The first two of each
+// case compile, for sm_90 and sm_90a.
 TEST(FlashOperands, ProductsTakeWgmmaOnHopper) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   struct Case {
@@ -141,29 +142,35 @@ TEST(FlashOperands, ProductsTakeWgmmaOnHopper) {
   const std::string pv = R"(>\(&o[0-9]+\[sl\]\[0\]\[0\], fw\[c\]\[sl\], wgmma_descriptor\(bw \+ 2048u \* c, 1024)";
   const std::string pv64 = "wgmma_m64k16<64, false, 1" + pv + R"(\)\);)";
   for (const Case& k :
-       {Case{AttentionCase(2, 256, 64, 4096), "wgmma_m64k16<64, false, 1" + scores + R"(2048u \* c, 1024\)\);)", pv64},
+       {Case{AttentionCase(2, 256, 64, 4096), "wgmma_m64k16<64, false, 1" + scores + R"(2048u \* c, 1024(, 8192)?\)\);)",
+             pv64},
         Case{RowKeysAttentionCase(2, 256, 64, 4096),
              "wgmma_m64k16<(32|64|128), false, 0" + scores + R"(32u \* c, 1024\)\);)", pv64},
         Case{CausalAttentionCase(1, 2, 512, 128, 1024, DType::kBF16),
              "wgmma_m64k16<(32|64|128), true, 0" + scores + R"(c / 4 \* [0-9]+u \+ c % 4 \* 32u, 1024\)\);)",
              "wgmma_m64k16<128, true, 1" + pv + R"(, [0-9]+\)\);)"}}) {
     SCOPED_TRACE(k.c.name);
-    int wgmma = 0;
+    int wgmma = 0, grouped_wgmma = 0;
     for (const auto& [s, graph, kernel] : FoundVariants(k.c)) {
       const std::string& source = kernel.source;
       const bool grouped = source.find("and its group's") != std::string::npos;
       if (source.find("wgmma_m64") == std::string::npos) continue;
       ++wgmma;
-      EXPECT_FALSE(grouped) << source;
+      if (grouped) {
+        ++grouped_wgmma;
+        EXPECT_EQ(kernel.threads % 128, 0);
+        EXPECT_THAT(source, ::testing::ContainsRegex(R"(\+ kg \* [0-9]+u;  // B's stage, the group's keys)"));
+      }
       EXPECT_THAT(source, ::testing::ContainsRegex(k.scores));
       EXPECT_THAT(source, ::testing::ContainsRegex(k.pv));
       EXPECT_THAT(source, ::testing::HasSubstr("extern __shared__ __align__(1024) float smem[];"));
       EXPECT_THAT(source, ::testing::ContainsRegex(R"(fence_async_shared\(\);\s*#endif\s*__syncthreads\(\);)"));
       EXPECT_THAT(source, ::testing::HasSubstr("const uint4 q = qa["));
       EXPECT_THAT(source, ::testing::HasSubstr("#else"));
-      if (nvrtc.ok() && wgmma <= 2) ExpectCompilesForHopper(**nvrtc, kernel);
+      if (nvrtc.ok() && (wgmma <= 2 || (grouped && grouped_wgmma == 1))) ExpectCompilesForHopper(**nvrtc, kernel);
     }
     EXPECT_GE(wgmma, 1);
+    if (k.c.name == AttentionCase(2, 256, 64, 4096).name) EXPECT_GE(grouped_wgmma, 1);
   }
 }
 

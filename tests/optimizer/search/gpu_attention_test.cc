@@ -189,12 +189,14 @@ int RunPickedVariants(CudaExecutor& executor, const FusedCase& c, double toleran
 // Schedules whose warps come in groups that share out each step's keys
 // (query tiles with fewer slabs of 16 rows than warps, no SM given a second
 // block): the first, middle and last such variant of the chosen schedule,
-// plain attention and QK-norm, at odd shapes, f16 and bf16.
+// plain attention and QK-norm, at odd shapes, f16 and bf16. At head dim
+// 64, also those whose groups are warpgroups taking their keys by wgmma
+// (on an sm_90a device).
 TEST(GpuAttention, GroupsOfWarpsSharingTheKeysMatchTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
   const std::vector<std::array<int64_t, 4>> shapes = {{2, 17, 64, 4097}, {5, 127, 32, 513}, {2, 256, 64, 1000}};
-  int grouped = 0;
+  int grouped = 0, grouped_wgmma = 0;
   for (const auto& [b, q, d, keys] : shapes) {
     for (DType dtype : {DType::kF16, DType::kBF16}) {
       for (const bool qknorm : {false, true}) {
@@ -202,12 +204,18 @@ TEST(GpuAttention, GroupsOfWarpsSharingTheKeysMatchTheCpu) {
                                           << (qknorm ? " qk-norm" : ""));
         const FusedCase c =
             qknorm ? QkNormAttentionCase(b, q, d, keys, dtype) : AttentionCase(b, q, d, keys, dtype);
-        grouped += RunPickedVariants(*executor, c, dtype == DType::kBF16 ? 2e-2 : 1e-2,
+        const double tolerance = dtype == DType::kBF16 ? 2e-2 : 1e-2;
+        grouped += RunPickedVariants(*executor, c, tolerance,
                                      [](const codegen::KernelSource& k) { return k.flash_groups > 1; });
+        if (d != 64) continue;
+        grouped_wgmma += RunPickedVariants(*executor, c, tolerance, [](const codegen::KernelSource& k) {
+          return k.flash_groups > 1 && k.source.find("the group's keys") != std::string::npos;
+        });
       }
     }
   }
   EXPECT_GE(grouped, 24);
+  EXPECT_GE(grouped_wgmma, 6);
 }
 
 // Query tiles of two slabs of 16 rows for each warp (FlashAttention-2's
