@@ -153,7 +153,8 @@ struct FlashPlan {
   // bytes, 64 16-bit elements) swizzled as kiln swizzles them are the
   // 128-byte swizzle wgmma reads (rows of 16 vectors lie in two panels of
   // such rows: InputPlan::panels). Each group of 4 warps is one m64
-  // product per slab; no ldmatrix, and the accumulators are the same
+  // product per slab (with warps in `groups`, each group a warpgroup
+  // taking its own keys); no ldmatrix, and the accumulators are the same
   // registers in the same layout (see tiles/wgmma.cuh). Q's fragments are
   // then read from shared memory at every step (a_shared), not held in
   // registers across the loop: so held, ptxas (CUDA 13.0) gave their
