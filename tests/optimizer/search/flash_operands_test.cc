@@ -142,8 +142,8 @@ TEST(FlashOperands, ProductsTakeWgmmaOnHopper) {
   const std::string pv = R"(>\(&o[0-9]+\[sl\]\[0\]\[0\], fw\[c\]\[sl\], wgmma_descriptor\(bw \+ 2048u \* c, 1024)";
   const std::string pv64 = "wgmma_m64k16<64, false, 1" + pv + R"(\)\);)";
   for (const Case& k :
-       {Case{AttentionCase(2, 256, 64, 4096), "wgmma_m64k16<64, false, 1" + scores + R"(2048u \* c, 1024(, 8192)?\)\);)",
-             pv64},
+       {Case{AttentionCase(2, 256, 64, 4096),
+             "wgmma_m64k16<64, false, 1" + scores + R"(2048u \* c, 1024(, 8192)?\)\);)", pv64},
         Case{RowKeysAttentionCase(2, 256, 64, 4096),
              "wgmma_m64k16<(32|64|128), false, 0" + scores + R"(32u \* c, 1024\)\);)", pv64},
         Case{CausalAttentionCase(1, 2, 512, 128, 1024, DType::kBF16),
