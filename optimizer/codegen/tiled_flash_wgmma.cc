@@ -62,13 +62,14 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
                                : inputs_[b].panels ? absl::StrCat("c / 4 * ", panel_bytes, "u + c % 4 * 32u")
                                                    : "32u * c";
   const std::string lbo = plan.b_rows || !inputs_[b].panels ? "" : absl::StrCat(", ", panel_bytes);
-  // With groups, group kg's keys: B's rows (K-major scores: 128 bytes a
-  // row in each panel), panels (MN-major scores), or k chunks (P@V).
+  // With groups, group kg's keys: its panels where they lie along B's
+  // rows (MN-major scores), else its rows of 128 bytes in each panel
+  // (K-major scores, or P@V's k).
   const bool scores = mm == flash_.scores;
-  const int64_t n = scores ? FlashColumns() * 8 : plan.n8s * 8, keys = FlashColumns() * 8;
+  const int64_t keys = FlashColumns() * 8, n = scores ? keys : plan.n8s * 8;
   std::string group_at;
   if (flash_.groups > 1) {
-    const int64_t bytes = !scores ? keys * 128 : plan.b_rows ? keys * 128 : keys / 64 * panel_bytes;
+    const int64_t bytes = scores && !plan.b_rows ? keys / 64 * panel_bytes : keys * 128;
     group_at = absl::StrCat(" + kg * ", bytes, "u");
   }
   e_.Line("#if KILN_WGMMA");

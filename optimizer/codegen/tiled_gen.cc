@@ -332,11 +332,17 @@ int TiledGenerator::CausalGridAxis() const {
   return rows.source == Source::kGrid ? rows.grid_axis : -1;
 }
 
-void TiledGenerator::DeclareBlockIndices() {
+bool TiledGenerator::CausalOrder() const {
   const int causal = CausalGridAxis();
-  causal_order_ = false;
-  for (int g = causal + 1; causal >= 0 && g < 3; ++g) causal_order_ = causal_order_ || b_.grid[g].extent.rank() > 0;
-  if (!causal_order_) return;
+  for (int g = causal + 1; causal >= 0 && g < 3; ++g) {
+    if (b_.grid[g].extent.rank() > 0) return true;
+  }
+  return false;
+}
+
+void TiledGenerator::DeclareBlockIndices() {
+  if (!CausalOrder()) return;
+  const int causal = CausalGridAxis();
   e_.Linef("// the blocks in launch order, grid axis ", causal, " (the causal rows') slowest: the longest tiles first");
   e_.Line("unsigned long long vb_rest = blockIdx.x + static_cast<unsigned long long>(gridDim.x) * "
           "(blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);");
@@ -353,7 +359,7 @@ void TiledGenerator::DeclareBlockIndices() {
 }
 
 std::string TiledGenerator::BlockIndex(int g) const {
-  return causal_order_ ? absl::StrCat("vb", g) : kBlockIdx[g];
+  return CausalOrder() ? absl::StrCat("vb", g) : kBlockIdx[g];
 }
 
 std::string TiledGenerator::CausalStepEnd() const {

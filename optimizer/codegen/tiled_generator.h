@@ -604,16 +604,18 @@ class TiledGenerator {
   // or -1: its blocks run last-first, so that the longest start first and
   // the short ones fill the last wave.
   int CausalGridAxis() const;
-  // Declares vb0..vb2, the block's index along each launch dim, where a
-  // causal grid axis runs slowest (BlockIndex): the launch order walks the
-  // x dim fastest, and with the causal axis on x each head's longest tiles
-  // would start with its short ones, the last heads' among the last
-  // blocks. All the longest tiles first instead (on an H100, causal_prefill
-  // 463.8 -> 420.0 us), the shortest last.
+  // Whether a causal grid axis has launch dims above it: then it runs
+  // slowest (BlockIndex). The launch order walks the x dim fastest, and
+  // with the causal axis on x each head's longest tiles would start with
+  // its short ones, the last heads' among the last blocks. All the longest
+  // tiles first instead (on an H100, causal_prefill 463.8 -> 420.0 us), the
+  // shortest last.
+  bool CausalOrder() const;
+  // Declares vb0..vb2, the block's index along each launch dim, where
+  // CausalOrder.
   void DeclareBlockIndices();
   // The block's index along launch dim g (blockIdx, or vb<g>).
   std::string BlockIndex(int g) const;
-  bool causal_order_ = false;  // see DeclareBlockIndices
   // A split loop's combine shared out (tiled_split.cc). In a cooperative
   // launch (p.together) every block of a grid point is resident, so each
   // waits for all of them (split_gather) and then combines and stores its
