@@ -87,9 +87,15 @@ void TiledGenerator::EmitReduce(int i) {
   // A warp per output (or its lanes' parts) writes it from one lane, not
   // from thread l.
   const int64_t lanes = FoldOutputsPerWarp(x, op.axis);
-  const bool linear = !FoldsByWarp(x, op.axis) && lanes == 0;
+  const bool columns = ColumnFoldLanes(x, op.axis) > 0;
+  const bool linear = !FoldsByWarp(x, op.axis) && lanes == 0 && !columns;
   Read(x, false);
   Read(target, linear);
+  if (columns) {
+    EmitColumnFold(i, target, what);
+    Wrote(target, false);
+    return;
+  }
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what,
            linear ? "" : lanes > 0 ? absl::StrCat(": ", 32 / lanes, " lanes per output") : ": a warp per output");
   OpenRowFold(x, op.axis, /*max=*/false);
@@ -97,6 +103,71 @@ void TiledGenerator::EmitReduce(int i) {
            end >= 0 ? ChainValue(end, "v", i) : Scaled(i, "v"), ";");
   CloseRowFold();
   Wrote(target, linear);
+}
+
+int64_t TiledGenerator::ColumnFoldLanes(int x, int axis) const {
+  const int source = ring_chain_[x];
+  if (source < 0) return 0;
+  const InputPlan& in = inputs_[source];
+  const std::vector<int64_t> sizes = Sizes(tiles_[x]);
+  const int rank = static_cast<int>(sizes.size());
+  if (axis != rank - 2 || in.width < 2 || in.vector_axis != rank - 1 || !IsMatrix(x)) return 0;
+  const int64_t per_row = in.row_vectors(), warps = b_.threads / 32;
+  if (warps == 0 || per_row * in.width != sizes[rank - 1] || per_row % warps != 0) return 0;
+  const int64_t per_warp = per_row / warps;
+  if (32 % per_warp != 0) return 0;
+  const int64_t lanes = 32 / per_warp;
+  return lanes >= in.width ? lanes : 0;
+}
+
+void TiledGenerator::EmitColumnFold(int i, int target, const std::string& what) {
+  const TileOp& op = b_.tile_ops[i];
+  const int x = op.args[0], source = ring_chain_[x];
+  const InputPlan& in = inputs_[source];
+  const int64_t lanes = ColumnFoldLanes(x, op.axis), width = in.width;
+  const int64_t per_warp = in.row_vectors() / (b_.threads / 32);
+  const int64_t most_rows = Sizes(tiles_[x])[op.axis];
+  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what, ": ", per_warp, " vector column", per_warp > 1 ? "s" : "",
+           " a warp, ", lanes, " lanes each (a lane's rows ", lanes, " apart), then halving shuffles");
+  e_.Open("");
+  e_.Linef("const int lane = threadIdx.x % 32, part = lane % ", lanes, ";");
+  e_.Linef("const int vc = threadIdx.x / 32 * ", per_warp, " + lane / ", lanes, ";  // the lanes' vector column");
+  e_.Linef("float s[", width, "] = {};");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int k = 0; k < ", (most_rows + lanes - 1) / lanes, "; ++k)"));
+  e_.Linef("const int r = part + k * ", lanes, ";");
+  e_.Open(absl::StrCat("if (r < ", Length(tiles_[x].axes[op.axis]), ")"));
+  e_.Linef("const uint4 w = ", RingSlot(source, "stage", absl::StrCat("r * ", in.row_vectors(), " + vc")), ";");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int j = 0; j < ", width, "; ++j)"));
+  e_.Linef("const float e = bits_to_", DTypeSuffix(in.dtype), "(vector_bits(w, j, ", DTypeSize(in.dtype), "));");
+  e_.Linef("s[j] += ", ChainValue(x, "e"), ";");
+  e_.Close();
+  e_.Close();
+  e_.Close();
+  // Halving: across lane bit m, the lane with the bit set keeps the upper
+  // half of its n sums and passes the lower to its partner, which keeps
+  // the lower: after log2(width) rounds a lane holds one column's sum.
+  std::string column = "0";
+  for (int64_t n = width, m = 1; n > 1; n /= 2, m *= 2) {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int j = 0; j < ", n / 2, "; ++j)"));
+    e_.Linef("const bool up = lane & ", m, ";");
+    e_.Linef("const float send = up ? s[j] : s[j + ", n / 2, "];");
+    e_.Linef("s[j] = (up ? s[j + ", n / 2, "] : s[j]) + __shfl_xor_sync(0xffffffffu, send, ", m, ");");
+    e_.Close();
+    absl::StrAppend(&column, " + (part & ", m, " ? ", n / 2, " : 0)");
+  }
+  if (width < lanes) {
+    e_.Linef("for (int m = ", width, "; m < ", lanes, "; m *= 2) s[0] += __shfl_xor_sync(0xffffffffu, s[0], m);");
+  }
+  const int end = epilogue_end_[i];
+  e_.Open(absl::StrCat("if (part < ", width, ")"));
+  e_.Line("const float v = s[0];");
+  e_.Linef(Buffer(target), "[vc * ", width, " + ", column, "] ", fused_into_[i] >= 0 ? "+=" : "=", " ",
+           end >= 0 ? ChainValue(end, "v", i) : Scaled(i, "v"), ";");
+  e_.Close();
+  e_.Close();
 }
 
 }  // namespace kiln::codegen::tiled_internal

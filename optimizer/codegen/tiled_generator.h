@@ -696,6 +696,14 @@ class TiledGenerator {
   // parts by shuffles: a ring fold of few outputs (at most half as many as
   // threads) along an axis of 16 or more; 0 otherwise (a thread an output).
   int64_t FoldOutputsPerWarp(int x, int axis) const;
+  // Lanes per vector column of a ring fold down a matrix's columns (its
+  // rows summed, each column an output: QK-norm's sum of K's squares over
+  // its head dim) that reads whole 16-byte ring vectors: each warp takes
+  // row_vectors / warps vector columns, their lanes every P-th row, and
+  // halving shuffles leave each lane one column's sum (EmitColumnFold); 0
+  // where the shape does not allow it.
+  int64_t ColumnFoldLanes(int x, int axis) const;
+  void EmitColumnFold(int i, int target, const std::string& what);
   std::vector<bool> needed_;
   // By op: an elementwise op after the loop (or in a kernel without one)
   // that only an output reads, computed in the output's store pass: no

@@ -164,8 +164,9 @@ TEST(AttentionSearch, QkNormIsFusedIntoTheKernel) {
 
 // K's normalization at each step reads K from the ring: no f32 tile of K,
 // of its squares or of the normalized K. The sum of squares folds the
-// ring's elements, four lanes to a key (their parts added by shuffles),
-// which also scale it, add epsilon and take the rsqrt; the scores' B
+// ring's whole 16-byte vectors (each warp a column of vectors, its lanes
+// every 32nd row or 16th, halving shuffles leaving each lane one key's
+// sum), which also scale it, add epsilon and take the rsqrt; the scores' B
 // fragments are K's (ldmatrix), and each score is then times its key's
 // rsqrt (a column's scale commutes with the product; B's fragments are not
 // scaled). The step takes three barriers (the ring's, the rsqrt's, the
@@ -186,8 +187,11 @@ TEST(AttentionSearch, QkNormReadsKFromTheRingScaledByItsRsqrt) {
     // Q's tile is widened before the loop; nothing is in the loop.
     EXPECT_EQ(source.source.find("widen the loaded bits", step), std::string::npos) << source.source;
     const std::string loop = source.source.substr(step);
-    EXPECT_THAT(loop, ::testing::HasSubstr("{ const float e = bits_to_"));
-    EXPECT_THAT(loop, ::testing::HasSubstr("v += __shfl_xor_sync(0xffffffffu, v, s);"));
+    EXPECT_THAT(loop, ::testing::HasSubstr("const uint4 w = ring"));
+    for (const char* alone : {"load_bits_f16(&ring", "load_bits_bf16(&ring"}) {
+      EXPECT_EQ(loop.find(alone), std::string::npos) << "no ring element read alone";
+    }
+    EXPECT_THAT(loop, ::testing::HasSubstr("+ __shfl_xor_sync(0xffffffffu, send, 4);"));
     EXPECT_THAT(loop, ::testing::HasSubstr("] = op_rsqrt(op_add(op_mul(v, "));
     EXPECT_EQ(source.step_barriers, 3) << source.source;
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
