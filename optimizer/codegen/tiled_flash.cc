@@ -210,7 +210,8 @@ void TiledGenerator::EmitFlashStep() {
   const int64_t groups = flash_.groups, sn = FlashColumns(), slabs = flash_.warp_slabs;
   if (!s.a_ring) Read(s_op.args[0], false);
   if (s.b_tile) Read(k_tile, false);
-  if (s.b_scale >= 0) Read(s.b_scale, false);
+  const int deferred = DeferredScaleFold();
+  if (s.b_scale >= 0 && deferred < 0) Read(s.b_scale, false);
   const std::string rows = absl::StrCat(16 * slabs, " rows");
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
@@ -255,7 +256,15 @@ void TiledGenerator::EmitFlashStep() {
     e_.Line("const int k = c * 16 + (lane & 15);");  // the lane's ldmatrix row
     EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
     e_.Close();
-  });
+  }, /*wait=*/deferred < 0);
+  if (deferred >= 0) {
+    // The scales' fold and its barrier while the scores' products run.
+    emitting_deferred_fold_ = true;
+    EmitReduce(deferred);
+    emitting_deferred_fold_ = false;
+    Read(s.b_scale, false);
+    EmitFlashWgmmaWait(flash_.scores, "sc");
+  }
   if (ScalesFlashScores(flash_.scores)) {
     // B's columns scaled (K's rows normalized, QK-norm): each score times
     // its column's scale, which commutes with the product. Scaling B's

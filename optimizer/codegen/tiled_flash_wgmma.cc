@@ -50,7 +50,7 @@ bool TiledGenerator::FlashWgmma() const {
 }
 
 void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
-                                    const std::function<void()>& otherwise) {
+                                    const std::function<void()>& otherwise, bool wait) {
   if (!flash_.wgmma) return otherwise();
   const MatmulPlan& plan = matmuls_[mm];
   const int b = BInput(mm);
@@ -100,12 +100,39 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
            lbo, "));");
   e_.Close();
   e_.Close();
-  e_.Line("wgmma_commit_and_wait();");
-  fence_accumulators();
+  if (wait) {
+    e_.Line("wgmma_commit_and_wait();");
+    fence_accumulators();
+  } else {
+    e_.Line("wgmma_commit();  // in flight until EmitFlashWgmmaWait's wait");
+  }
   e_.Close();
   e_.Line("#else");
   otherwise();
   e_.Line("#endif");
+}
+
+void TiledGenerator::EmitFlashWgmmaWait(int mm, const std::string& acc) {
+  const int64_t n = mm == flash_.scores ? FlashColumns() * 8 : matmuls_[mm].n8s * 8;
+  e_.Line("#if KILN_WGMMA");
+  e_.Line("wgmma_wait_all();");
+  OpenFlashSlabs();
+  e_.Linef("wgmma_fence_operands<", n / 2, ">(&", acc, "[sl][0][0]);");
+  e_.Close();
+  e_.Line("#endif");
+}
+
+int TiledGenerator::DeferredScaleFold() const {
+  if (!flash_.wgmma || flash_.pv < 0 || !ScalesFlashScores(flash_.scores) || FlashWarpsIdle()) return -1;
+  const int scale = matmuls_[flash_.scores].b_scale;
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const bool writes = static_cast<int>(i) == scale || epilogue_end_[i] == scale;
+    if (writes && b_.tile_ops[i].kind == TileOp::Kind::kReduceSum && ring_chain_[b_.tile_ops[i].args[0]] >= 0 &&
+        phase_[i] == Phase::kLoop) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
 }
 
 }  // namespace kiln::codegen::tiled_internal

@@ -485,8 +485,18 @@ class TiledGenerator {
   // One step's flash product mm by wgmma into `acc`[sl] (flattened), for
   // `chunks` k chunks, `fill` declaring the chunk's A fragments `fa`[sl]
   // (c the chunk); the code of the mma.sync form goes under #else.
+  // With `wait` false the products are left in flight (committed):
+  // EmitFlashWgmmaWait waits for them, after the code between.
   void EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
-                      const std::function<void()>& otherwise);
+                      const std::function<void()>& otherwise, bool wait = true);
+  void EmitFlashWgmmaWait(int mm, const std::string& acc);
+  // The fold that computes the scores' column scales (QK-norm's rsqrt of
+  // K's sum of squares) where the flash step emits it between issuing the
+  // scores' wgmma and waiting for it, so the fold, its barrier and the
+  // products overlap; -1 where it is emitted in op order (no wgmma, or
+  // warps that idle through the step, which cannot take its barrier).
+  int DeferredScaleFold() const;
+  bool emitting_deferred_fold_ = false;
   // Whether flash product mm is the scores with B's columns scaled (then on the scores, not B).
   bool ScalesFlashScores(int mm) const;
   // Whether flash product mm reads B two columns of tiles per ldmatrix.

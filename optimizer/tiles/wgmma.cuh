@@ -55,10 +55,12 @@ __device__ __forceinline__ void wgmma_fence_operands(float* d) {
 }
 // Orders the warpgroup's register writes before the products that read them.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-// Closes the products issued so far into a group, and waits for all of them.
+// Closes the products issued so far into a group; waits for all groups.
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit_and_wait() {
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  wgmma_commit();
+  wgmma_wait_all();
 }
 // The shared memory written through the generic proxy (stores, cp.async)
 // made visible to the products' reads (the async proxy); before the barrier.
