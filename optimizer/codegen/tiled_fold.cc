@@ -3,7 +3,8 @@
 // by a thread, a warp (long rows: FoldsByWarp) or, for a ring fold of few
 // outputs, a warp's lanes in groups whose parts shuffles add
 // (FoldOutputsPerWarp). A ring fold reads its chain's elements from the
-// ring (PlanRingFolds), and its last writer may be its epilogue's op.
+// ring (PlanRingFolds), and its last writer may be its epilogue's op; one
+// down a matrix's columns reads whole ring vectors (EmitColumnFold).
 // EmitReduce is the sum's; the stable exp's max opens the same fold.
 #include "optimizer/codegen/tiled_generator.h"
 

@@ -397,49 +397,6 @@ TEST(AttentionSearch, ScheduleVariantsCompile) {
   }
 }
 
-// The kernel of `found` under its first schedule variant that `pick` accepts.
-codegen::KernelSource KernelWithSchedule(const FusedCase& c, Candidate found,
-                                         const std::function<bool(const Schedule&)>& pick) {
-  for (const Schedule& s : ScheduleVariants(c.region, found.schedule)) {
-    if (!pick(s)) continue;
-    found.schedule = s;
-    return ValueOrFail(codegen::GenerateKernel(ValueOrFail(Instantiate(c.region, found, c.region.class_size)), 0));
-  }
-  ADD_FAILURE() << "no such schedule variant";
-  return {};
-}
-
-// With the scores taken by wgmma and every warp in the flash step
-// (qknorm_gqa_bs8's kernel on the H100: 4 warps, 64 rows, 4-way split), K's
-// fold, its barrier and the scales' rsqrt come between issuing the scores'
-// products and waiting for them, so they overlap; the scores are scaled
-// after the wait. It compiles for sm_90a.
-TEST(AttentionSearch, QkNormFoldRunsWhileTheScoresWgmmaDoes) {
-  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
-  const FusedCase c = QkNormAttentionCase(16, 256, 64, 4096, DType::kF16);
-  SearchResult r = Search(c.region);
-  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-  const codegen::KernelSource source = KernelWithSchedule(c, *r.candidate, [&](const Schedule& s) {
-    bool tiles = true;  // 64 queries a block, 64 keys a step
-    for (size_t k = 0; k < s.map.size(); ++k) {
-      const bool rows_or_keys = c.region.class_size[k] == Dim(256) || c.region.class_size[k] == Dim(4096);
-      tiles &= !rows_or_keys || s.tile[k] == 64;
-    }
-    return tiles && s.threads == 128 && s.loop_split == 4;
-  });
-  const size_t step = source.source.find("for (; step < lean_end; ++step) {");
-  ASSERT_NE(step, std::string::npos) << source.source;
-  const std::string loop = source.source.substr(step);
-  const size_t issued = loop.find("wgmma_commit();"), fold = loop.find("halving shuffles");
-  ASSERT_NE(issued, std::string::npos) << loop;
-  EXPECT_LT(issued, fold) << loop;
-  const size_t barrier = loop.find("__syncthreads();", fold), wait = loop.find("wgmma_wait_all();", fold);
-  EXPECT_LT(fold, barrier) << loop;
-  EXPECT_LT(barrier, wait) << loop;
-  EXPECT_LT(wait, loop.find("times their scales", fold)) << loop;
-  if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
-}
-
 // A split loop's last block reads the blocks' partial sums with all their
 // loads in flight at once (the loops over blocks unrolled), 16 bytes at a
 // time where four neighbours share a row's rescale (O's rows at head dim
@@ -454,7 +411,7 @@ TEST(AttentionSearch, TheSplitCombineLoadsEveryBlocksPartialsAtOnce) {
     const FusedCase c = AttentionCase(2, 33, d, 4096);
     SearchResult r = Search(c.region);
     ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-    const codegen::KernelSource source = KernelWithSchedule(c, *r.candidate, [&](const Schedule& s) {
+    const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
       bool whole_rows = true;  // the head dim read whole
       for (size_t k = 0; k < s.map.size(); ++k) {
         whole_rows &= c.region.class_size[k] != Dim(d) || s.map[k] == Schedule::Map::kFull || s.tile[k] >= d;
@@ -498,7 +455,7 @@ TEST(AttentionSearch, ASingleQueryStreamsThreeStepsAhead) {
   const FusedCase c = AttentionCase(64, 1, 128, 4096);
   SearchResult r = Search(c.region);
   ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-  const codegen::KernelSource source = KernelWithSchedule(c, *r.candidate, [&](const Schedule& s) {
+  const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
     bool keys = false, half = false;
     for (size_t k = 0; k < s.map.size(); ++k) {
       keys |= s.map[k] == Schedule::Map::kLoop && s.tile[k] == 128;

@@ -174,5 +174,38 @@ TEST(FlashOperands, ProductsTakeWgmmaOnHopper) {
   }
 }
 
+// With the scores taken by wgmma and every warp in the flash step
+// (qknorm_gqa_bs8's kernel on the H100: 4 warps, 64 rows, 4-way split), K's
+// fold, its barrier and the scales' rsqrt come between issuing the scores'
+// products and waiting for them, so they overlap; the scores are scaled
+// after the wait. It compiles for sm_90a.
+TEST(FlashOperands, QkNormFoldRunsWhileTheScoresWgmmaDoes) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  const FusedCase c = QkNormAttentionCase(16, 256, 64, 4096, DType::kF16);
+  SearchOptions options;
+  options.budget_seconds = 8;
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
+    bool tiles = true;  // 64 queries a block, 64 keys a step
+    for (size_t k = 0; k < s.map.size(); ++k) {
+      const bool rows_or_keys = c.region.class_size[k] == Dim(256) || c.region.class_size[k] == Dim(4096);
+      tiles &= !rows_or_keys || s.tile[k] == 64;
+    }
+    return tiles && s.threads == 128 && s.loop_split == 4;
+  });
+  const size_t step = source.source.find("for (; step < lean_end; ++step) {");
+  ASSERT_NE(step, std::string::npos) << source.source;
+  const std::string loop = source.source.substr(step);
+  const size_t issued = loop.find("wgmma_commit();"), fold = loop.find("halving shuffles");
+  ASSERT_NE(issued, std::string::npos) << loop;
+  EXPECT_LT(issued, fold) << loop;
+  const size_t barrier = loop.find("__syncthreads();", fold), wait = loop.find("wgmma_wait_all();", fold);
+  EXPECT_LT(fold, barrier) << loop;
+  EXPECT_LT(barrier, wait) << loop;
+  EXPECT_LT(wait, loop.find("times their scales", fold)) << loop;
+  if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+}
+
 }  // namespace
 }  // namespace kiln::search

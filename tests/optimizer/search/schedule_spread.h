@@ -6,6 +6,7 @@
 #ifndef KILN_TESTS_OPTIMIZER_SEARCH_SCHEDULE_SPREAD_H_
 #define KILN_TESTS_OPTIMIZER_SEARCH_SCHEDULE_SPREAD_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,24 @@ inline std::vector<codegen::KernelSource> CompiledSpread(const jit::NvrtcApi& nv
     out.push_back(std::move(k.source));
   }
   return out;
+}
+
+// The kernel of `found` under its first schedule variant that `pick`
+// accepts (a failure where none does).
+inline codegen::KernelSource KernelWithSchedule(const Region& region, Candidate found,
+                                                const std::function<bool(const Schedule&)>& pick) {
+  for (const Schedule& s : ScheduleVariants(region, found.schedule)) {
+    if (!pick(s)) continue;
+    found.schedule = s;
+    absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(region, found, region.class_size);
+    EXPECT_TRUE(graph.ok()) << graph.status();
+    if (!graph.ok()) return {};
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*graph, 0);
+    EXPECT_TRUE(source.ok()) << source.status();
+    return source.ok() ? *std::move(source) : codegen::KernelSource{};
+  }
+  ADD_FAILURE() << "no such schedule variant";
+  return {};
 }
 
 // Those under every one of ScheduleVariants' schedules.
