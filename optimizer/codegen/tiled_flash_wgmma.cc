@@ -1,6 +1,7 @@
 // Hopper's warpgroup products on the flash path (FlashPlan::wgmma): which
 // kernels take them, and a step's product by wgmma with the mma.sync form
 // under #else.
+#include <algorithm>
 #include <functional>
 
 #include "optimizer/codegen/tiled_generator.h"
@@ -124,7 +125,13 @@ void TiledGenerator::EmitFlashWgmmaWait(int mm, const std::string& acc) {
 
 int TiledGenerator::DeferredScaleFold() const {
   if (!flash_.wgmma || flash_.pv < 0 || !ScalesFlashScores(flash_.scores) || FlashWarpsIdle()) return -1;
-  const int scale = matmuls_[flash_.scores].b_scale;
+  const int scale = matmuls_[flash_.scores].b_scale, scaled_b = b_.tile_ops[flash_.scores].args[1];
+  // Nothing else may read the scales before the step (in op order).
+  for (size_t r = 0; r < b_.tile_ops.size(); ++r) {
+    const std::vector<int>& args = b_.tile_ops[r].args;
+    const bool reads = std::find(args.begin(), args.end(), scale) != args.end();
+    if (reads && needed_[r] && static_cast<int>(r) != scaled_b && epilogue_of_[r] < 0) return -1;
+  }
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     const bool writes = static_cast<int>(i) == scale || epilogue_end_[i] == scale;
     if (writes && b_.tile_ops[i].kind == TileOp::Kind::kReduceSum && ring_chain_[b_.tile_ops[i].args[0]] >= 0 &&
