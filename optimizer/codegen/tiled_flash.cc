@@ -259,9 +259,7 @@ void TiledGenerator::EmitFlashStep() {
   }, /*wait=*/deferred < 0);
   if (deferred >= 0) {
     // The scales' fold and its barrier while the scores' products run.
-    emitting_deferred_fold_ = true;
     EmitReduce(deferred);
-    emitting_deferred_fold_ = false;
     Read(s.b_scale, false);
     EmitFlashWgmmaWait(flash_.scores, "sc");
   }

@@ -74,7 +74,6 @@ void TiledGenerator::CloseRowFold() {
 
 void TiledGenerator::EmitReduce(int i) {
   if (i == flash_.sum) return;  // EmitFlashStep sums the row
-  if (i == DeferredScaleFold() && !emitting_deferred_fold_) return;  // EmitFlashStep folds it
   if (register_sum_[i] >= 0) return EmitRegisterSum(i);
   const TileOp& op = b_.tile_ops[i];
   const int x = op.args[0];

@@ -394,6 +394,7 @@ void TiledGenerator::EmitAccumulate(int i) {
 void TiledGenerator::EmitOp(int i) {
   if (epilogue_of_[i] >= 0) return;  // the fold writes it
   if (computed_by_store_[i]) return;  // EmitStores
+  if (i == DeferredScaleFold()) return;  // EmitFlashStep folds it, under the scores' products
   switch (b_.tile_ops[i].kind) {
     case TileOp::Kind::kInput: return EmitDirect(i);
     case TileOp::Kind::kConstant: return;  // a literal where it is used

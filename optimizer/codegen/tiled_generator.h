@@ -496,7 +496,6 @@ class TiledGenerator {
   // products overlap; -1 where it is emitted in op order (no wgmma, or
   // warps that idle through the step, which cannot take its barrier).
   int DeferredScaleFold() const;
-  bool emitting_deferred_fold_ = false;
   // Whether flash product mm is the scores with B's columns scaled (then on the scores, not B).
   bool ScalesFlashScores(int mm) const;
   // Whether flash product mm reads B two columns of tiles per ldmatrix.
