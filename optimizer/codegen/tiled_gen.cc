@@ -227,11 +227,12 @@ bool TiledGenerator::TaskStep(const std::vector<int64_t>& sizes, const std::vect
   return linear && *axis >= 0;
 }
 
-std::string TiledGenerator::Operand(int a, const TileInfo& out, const std::vector<std::string>& coords) {
+std::string TiledGenerator::Operand(int a, const TileInfo& out, const std::vector<std::string>& coords,
+                                    const std::string& linear) {
   const TileOp& op = b_.tile_ops[a];
   if (op.kind == TileOp::Kind::kConstant) return Literal(op.value, DType::kF32);
   const std::vector<int64_t> sizes = Sizes(tiles_[a]);
-  if (sizes == Sizes(out)) return absl::StrCat(Buffer(a), "[l]");
+  if (sizes == Sizes(out)) return absl::StrCat(Buffer(a), "[", linear, "]");
   // Operand axis d lines up with output axis d + lead.
   const size_t lead = out.axes.size() - sizes.size();
   std::vector<std::string> at(sizes.size());
@@ -287,10 +288,10 @@ bool TiledGenerator::ReadOperands(int i) {
   return broadcast;
 }
 
-std::string TiledGenerator::ElementwiseValue(int i, const std::vector<std::string>& coords) {
+std::string TiledGenerator::ElementwiseValue(int i, const std::vector<std::string>& coords, const std::string& linear) {
   const TileOp& op = b_.tile_ops[i];
-  std::string value = absl::StrCat(OpFunction(op.op), "(", Operand(op.args[0], tiles_[i], coords));
-  if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&value, ", ", Operand(op.args[1], tiles_[i], coords));
+  std::string value = absl::StrCat(OpFunction(op.op), "(", Operand(op.args[0], tiles_[i], coords, linear));
+  if (op.kind == TileOp::Kind::kBinary) absl::StrAppend(&value, ", ", Operand(op.args[1], tiles_[i], coords, linear));
   return value + ")";
 }
 
@@ -442,39 +443,6 @@ void TiledGenerator::PlanStoredOps(const std::vector<int>& uses) {
     // it may lie in the ring's space).
     const bool last_phase = !loop || phase_[v] == Phase::kAfter;
     computed_by_store_[v] = elementwise && uses[v] == 1 && epilogue_of_[v] < 0 && needed_[v] && last_phase;
-  }
-}
-
-void TiledGenerator::EmitStores() {
-  for (const ugraph::OutputSaver& o : b_.outputs) {
-    if (FragmentOutput(o.value)) continue;  // stored from the fragments
-    const TileInfo& t = tiles_[o.value];
-    const TileOp& op = b_.tile_ops[o.value];
-    const ugraph::DTensor& tensor = e_.graph().tensors[o.tensor];
-    const bool constant = op.kind == TileOp::Kind::kConstant, computed = computed_by_store_[o.value];
-    if (computed) {
-      ReadOperands(o.value);
-      e_.Linef("// t", o.tensor, " <- x", o.value, " = ", ugraph::TileOpText(op), ", computed as it is stored");
-    } else {
-      if (!constant) Read(o.value, true);
-      e_.Linef("// t", o.tensor, " <- x", o.value);
-    }
-    const std::vector<int64_t> sizes = Sizes(t);
-    OpenShareLinear(t, 1);  // every element but in a split loop's share (SplitShare)
-    const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
-    std::vector<std::string> at(sizes.size());
-    for (size_t d = 0; d < sizes.size(); ++d) at[d] = Global(t.axes[d], coords[d]);
-    std::string in_range = InRange(t, coords);
-    if (const std::string keeps = ShareKeeps(t, coords); !keeps.empty()) {
-      in_range = in_range.empty() ? keeps : absl::StrCat(keeps, " && ", in_range);
-    }
-    const std::string value = computed   ? ElementwiseValue(o.value, coords)
-                              : constant ? Literal(op.value, DType::kF32)
-                                         : Buffer(o.value) + "[l]";
-    e_.Linef(in_range.empty() ? "" : absl::StrCat("if (", in_range, ") "), "store_",
-             DTypeSuffix(tensor.dtype), "(p.t[", e_.Slot(o.tensor), "], ", e_.TensorOffset(o.tensor, at),
-             ", ", value, ");");
-    e_.Close();
   }
 }
 

@@ -304,6 +304,10 @@ class TiledGenerator {
   void CloseRowFold();
   void EmitAccumulate(int i);
   void EmitStores();
+  // The tile axis along which output `o` is stored 16 bytes at a time (its
+  // innermost that varies, contiguous in the tensor, whole vectors), or -1.
+  int StoreInner(const ugraph::OutputSaver& o) const;
+  static int StoreWidth(DType dtype);  // elements in 16 bytes; 1 where not stored by vectors
   // A split loop's hand-over after the loop: partial accumulators out, a
   // counter per grid point, and the last block's sum (it then opens a
   // block that the caller closes after the stores).
@@ -341,7 +345,8 @@ class TiledGenerator {
   bool TaskStep(const std::vector<int64_t>& sizes, const std::vector<int>& order, int* axis, int64_t* per_it) const;
   // The element of tile op `a` at element `l` (coordinates `coords`) of a
   // tile shaped `out`: broadcast over size-1 and missing leading axes.
-  std::string Operand(int a, const TileInfo& out, const std::vector<std::string>& coords);
+  std::string Operand(int a, const TileInfo& out, const std::vector<std::string>& coords,
+                      const std::string& linear = "l");
   bool SameShape(int a, int b) const { return Sizes(tiles_[a]) == Sizes(tiles_[b]); }
 
   // The first tensor coordinate a tile axis covers at this block and step,
@@ -652,6 +657,8 @@ class TiledGenerator {
   void OpenShareRows(const TileInfo& t);
   // The elements [first, end) of tile t in this block's share, as code.
   std::pair<std::string, std::string> ShareRange(const TileInfo& t) const;
+  // The elements in that range: all of the tile's but in a share.
+  int64_t ShareElements(const TileInfo& t) const;
   // Whether `width` elements a thread can start at the share's first.
   bool ShareAligned(const TileInfo& t, int width) const;
   // A condition on an output's coordinates: in this block's share (or the
@@ -739,7 +746,7 @@ class TiledGenerator {
   // is broadcast (not the op's shape).
   bool ReadOperands(int i);
   // Element `coords` (linear index l) of elementwise op i.
-  std::string ElementwiseValue(int i, const std::vector<std::string>& coords);
+  std::string ElementwiseValue(int i, const std::vector<std::string>& coords, const std::string& linear = "l");
   bool step_wrote_ = false;      // a loop step wrote shared memory
   int64_t syncs_ = 0;            // barriers emitted so far
   size_t synced_at_ = 0;         // where the code was at the last one's end

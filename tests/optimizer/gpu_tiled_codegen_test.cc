@@ -196,13 +196,27 @@ class GpuTiledCodegen : public ::testing::Test {
       KILN_JIT_RETURN_IF_ERROR(context_->Synchronize());
       return context_->CopyDeviceToHost(stored.data(), out_ptr, stored.size());
     };
+    // Each launch leaves its counters zero for the next (the last block,
+    // or the last block out of split_gather).
+    const auto counters_zero = [&]() -> absl::Status {
+      if (!p.counters) return absl::OkStatus();
+      std::vector<unsigned> counters(p.counters->bytes() / sizeof(unsigned), 1u);
+      KILN_JIT_RETURN_IF_ERROR(
+          context_->CopyDeviceToHost(counters.data(), jit::DevicePointer(*p.counters), p.counters->bytes()));
+      for (unsigned c : counters) {
+        if (c != 0u) return absl::InternalError("a split loop left a counter nonzero after its launch");
+      }
+      return absl::OkStatus();
+    };
     KILN_JIT_RETURN_IF_ERROR(run_twice(false));
+    KILN_JIT_RETURN_IF_ERROR(counters_zero());
     if (p.together) {
       const std::vector<char> last_block = stored;
       KILN_JIT_RETURN_IF_ERROR(run_twice(true));
       if (stored != last_block) {
         return absl::InternalError("the split loop's combine shared out by every block differs from the last block's");
       }
+      KILN_JIT_RETURN_IF_ERROR(counters_zero());
       ++together_runs_;
     }
     std::vector<float> out(p.counts[output]);

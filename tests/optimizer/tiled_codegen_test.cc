@@ -109,6 +109,47 @@ TEST(TiledCodegen, TheLastElementwiseOpIsComputedAsItIsStored) {
   }
 }
 
+// Where the tile's last axis is the output's contiguous one and holds whole
+// 16-byte vectors, at least one for half the threads, a thread stores 16
+// bytes at a time: 8 f16 or bf16, 4 f32; element by element where a vector
+// is cut by the tensor's end or unaligned. Tiles of 4 f16 columns, or of
+// 2 rows (a vector for a quarter of the threads), are stored element by
+// element.
+TEST(TiledCodegen, OutputsAreStoredSixteenBytesAtATime) {
+  struct Case {
+    DType dtype;
+    int64_t n, tile_m, tile_n;
+    const char* vector_store;  // empty: element by element
+  };
+  for (const Case& c : {Case{DType::kF16, 4096, 16, 64, "store16_f16("}, Case{DType::kBF16, 127, 16, 64, "store16_bf16("},
+                        Case{DType::kF32, 127, 16, 64, "store16_f32("}, Case{DType::kF16, 127, 16, 4, ""},
+                        Case{DType::kF16, 4096, 2, 64, ""}}) {
+    SCOPED_TRACE(absl::StrCat(DTypeName(c.dtype), " n ", c.n, " tile ", c.tile_m, " x ", c.tile_n));
+    const KernelGraph graph = RmsNormLinear(c.dtype, 17, 256, c.n, {.m = c.tile_m, .k = 64, .n = c.tile_n});
+    absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+    ASSERT_TRUE(source.ok()) << source.status();
+    const std::string& code = source->source;
+    const size_t store = code.find("computed as it is stored");
+    ASSERT_NE(store, std::string::npos) << code;
+    const std::string stores = code.substr(store);
+    if (*c.vector_store == '\0') {
+      EXPECT_THAT(stores, ::testing::Not(::testing::HasSubstr("store16_"))) << stores;
+      EXPECT_THAT(stores, ::testing::HasSubstr("threadIdx.x; l < ")) << stores;
+    } else {
+      const int64_t width = c.dtype == DType::kF32 ? 4 : 8;
+      EXPECT_THAT(stores, ::testing::HasSubstr(absl::StrCat("threadIdx.x * ", width, "; l < "))) << stores;
+      EXPECT_THAT(stores, ::testing::HasSubstr(c.vector_store)) << stores;
+      // The vector's elements one by one where it is cut or unaligned.
+      EXPECT_THAT(stores, ::testing::ContainsRegex("if \\([^;]*aligned16\\(p\\.t\\[2\\], ")) << stores;
+      EXPECT_THAT(stores, ::testing::ContainsRegex("for \\(int j = 0; j < [48]; \\+\\+j\\) [^;]*store_")) << stores;
+      if (c.n % c.tile_n != 0) {
+        EXPECT_THAT(stores, ::testing::ContainsRegex(absl::StrCat(" \\+ ", width, " <= n[0-9]"))) << stores;
+      }
+    }
+    ExpectCompiles(graph);
+  }
+}
+
 TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
   const KernelGraph graph = RmsNormLinear(DType::kF16, 1, 4096, 4096, {.m = 2, .k = 64, .n = 64, .split = 4});
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
