@@ -211,6 +211,7 @@ void TiledGenerator::EmitFlashStep() {
   if (!s.a_ring) Read(s_op.args[0], false);
   if (s.b_tile) Read(k_tile, false);
   const int deferred = DeferredScaleFold();
+  const bool piped = lean_step_ && FlashPipelined();
   if (s.b_scale >= 0 && deferred < 0) Read(s.b_scale, false);
   const std::string rows = absl::StrCat(16 * slabs, " rows");
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
@@ -256,12 +257,19 @@ void TiledGenerator::EmitFlashStep() {
     e_.Line("const int k = c * 16 + (lane & 15);");  // the lane's ldmatrix row
     EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
     e_.Close();
-  }, /*wait=*/deferred < 0);
+  }, /*wait=*/deferred < 0 && !piped);
   if (deferred >= 0) {
     // The scales' fold and its barrier while the scores' products run.
     EmitReduce(deferred);
     Read(s.b_scale, false);
     EmitFlashWgmmaWait(flash_.scores, "sc");
+  }
+  if (piped) {
+    // The last step's P@V behind the scores' products; the softmax below
+    // runs while it does (on H100, causal_prefill's kernel 424.5 -> 403 us
+    // hand-edited).
+    EmitFlashPreviousPv();
+    EmitFlashWgmmaWait(flash_.scores, "sc", /*pending=*/1);
   }
   if (ScalesFlashScores(flash_.scores)) {
     // B's columns scaled (K's rows normalized, QK-norm): each score times
@@ -345,12 +353,15 @@ void TiledGenerator::EmitFlashStep() {
   e_.Close();
   // Once a row's max settles its factor is 1: the warp skips the
   // products where none of its rows' maxes moved (a vote; the warp's lanes
-  // all run the step).
-  e_.Open("if (__any_sync(0xffffffffu, factor[sl][0] != 1.0f || factor[sl][1] != 1.0f))");
-  e_.Line("#pragma unroll");
-  e_.Linef("for (int v = 0; v < ", FlashOColumns(), "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv,
-           "[sl][v][h] *= factor[sl][h >> 1];");
-  e_.Close();
+  // all run the step). Pipelined, after the last step's P@V is done.
+  const auto rescale_o = [&] {
+    e_.Open("if (__any_sync(0xffffffffu, factor[sl][0] != 1.0f || factor[sl][1] != 1.0f))");
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int v = 0; v < ", FlashOColumns(), "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv,
+             "[sl][v][h] *= factor[sl][h >> 1];");
+    e_.Close();
+  };
+  if (!piped) rescale_o();
   e_.Close();
   // 3. P = exp(S - max), zero past the step's columns; the row sums.
   by_fullness([&](const std::string& in_range) {
@@ -367,8 +378,27 @@ void TiledGenerator::EmitFlashStep() {
     e_.Close();
   });
   row_tree("op_add", "run_sum");
-  // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
+  if (piped) {
+    // 4. The last step's P@V done: O to this step's max, and P for the
+    // next step's P@V (the pipeline's drain after the loop takes the last).
+    EmitFlashWgmmaWait(flash_.pv, absl::StrCat("o", flash_.pv));
+    OpenFlashSlabs();
+    rescale_o();
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
+    e_.Linef("pp[sl][c][0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
+    e_.Linef("pp[sl][c][1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
+    e_.Linef("pp[sl][c][2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
+    e_.Linef("pp[sl][c][3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
+    e_.Close();
+    e_.Close();
+    e_.Line("pstage = stage;");
+    CloseFlashWarps();
+    e_.Close();
+    return;
+  }
+  // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
   const auto pv_a = [&] {
     e_.Linef("unsigned fa[", slabs, "][4];");
     OpenFlashSlabs();
@@ -515,7 +545,7 @@ void TiledGenerator::DeclareFlashOffsets(int mm, int64_t count, const std::strin
 }
 
 void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
-                                       const std::string& k_rows) {
+                                       const std::string& k_rows, const std::string& stage) {
   const TileOp& op = b_.tile_ops[mm];
   const MatmulPlan& plan = matmuls_[mm];
   const std::string mma = absl::StrCat("mma_", DTypeSuffix(op.dtype));
@@ -544,11 +574,11 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
     // k chunk c of B's rows (keys) from column of tiles `first` + v.
     const int64_t n = FlashRowsOffsets(mm);
     const bool wraps = rv / 2 > n;
-    e_.Linef("load_b_fragments_rows_x2(fb, bo", mm, wraps ? absl::StrCat("[c % ", n, "]") : "[c]", " + 16u * (stage * ",
-             in.tasks, " + (", first, " + v) * ", 8 * in.row_stride(),
+    e_.Linef("load_b_fragments_rows_x2(fb, bo", mm, wraps ? absl::StrCat("[c % ", n, "]") : "[c]", " + 16u * (", stage,
+             " * ", in.tasks, " + (", first, " + v) * ", 8 * in.row_stride(),
              wraps ? absl::StrCat(" + c / ", n, " * ", 2 * n / 8 * in.panel_stride()) : "", "));");
   } else {
-    e_.Linef("load_b_fragments_trans_x2(fb, bo", mm, "[v / 2] + 16u * (stage * ", in.tasks, " + ", k_rows, " * ",
+    e_.Linef("load_b_fragments_trans_x2(fb, bo", mm, "[v / 2] + 16u * (", stage, " * ", in.tasks, " + ", k_rows, " * ",
              in.row_stride(), "));");
   }
   if (plan.b_scale >= 0 && !ScalesFlashScores(mm)) {

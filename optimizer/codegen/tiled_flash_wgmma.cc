@@ -51,7 +51,7 @@ bool TiledGenerator::FlashWgmma() const {
 }
 
 void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
-                                    const std::function<void()>& otherwise, bool wait) {
+                                    const std::function<void()>& otherwise, bool wait, const std::string& stage) {
   if (!flash_.wgmma) return otherwise();
   const MatmulPlan& plan = matmuls_[mm];
   const int b = BInput(mm);
@@ -80,7 +80,7 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
     e_.Linef("wgmma_fence_operands<", n / 2, ">(&", acc, "[sl][0][0]);");
     e_.Close();
   };
-  e_.Linef("const unsigned bw = shared_address(ring", b, ") + 16u * (stage * ", inputs_[b].tasks, ")", group_at,
+  e_.Linef("const unsigned bw = shared_address(ring", b, ") + 16u * (", stage, " * ", inputs_[b].tasks, ")", group_at,
            ";  // B's stage", group_at.empty() ? "" : ", the group's keys");
   // Every chunk's A first: a product reads its A registers after it is
   // issued, so none may be written again before the wait.
@@ -113,14 +113,56 @@ void TiledGenerator::EmitFlashWgmma(int mm, const std::string& acc, int64_t chun
   e_.Line("#endif");
 }
 
-void TiledGenerator::EmitFlashWgmmaWait(int mm, const std::string& acc) {
+void TiledGenerator::EmitFlashWgmmaWait(int mm, const std::string& acc, int pending) {
   const int64_t n = mm == flash_.scores ? FlashColumns() * 8 : matmuls_[mm].n8s * 8;
   e_.Line("#if KILN_WGMMA");
-  e_.Line("wgmma_wait_all();");
+  e_.Line(pending == 0 ? "wgmma_wait_all();" : absl::StrCat("wgmma_wait<", pending, ">();"));
   OpenFlashSlabs();
   e_.Linef("wgmma_fence_operands<", n / 2, ">(&", acc, "[sl][0][0]);");
   e_.Close();
   e_.Line("#endif");
+}
+
+bool TiledGenerator::FlashPipelined() const {
+  // One slab a warp, one group, no fold under the scores' products, and a
+  // ring of 3 stages or more (it runs one step less ahead).
+  return flash_.wgmma && flash_.groups == 1 && flash_.warp_slabs == 1 && stages_ >= 3 && LeanLoop() &&
+         DeferredScaleFold() < 0 && FlashPairsB(flash_.pv, FlashOColumns());
+}
+
+int64_t TiledGenerator::RingAhead() const { return FlashPipelined() ? stages_ - 2 : stages_ - 1; }
+
+void TiledGenerator::EmitFlashPreviousPv() {
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  const std::string o = absl::StrCat("o", flash_.pv);
+  const int64_t chunks = s.n8s / 2;
+  e_.Linef("// the previous whole step's x", flash_.pv, " (its P in pp, V in stage pstage; zeros at the first, ",
+           "which add nothing), under the scores' products");
+  const auto pv_a = [&] {
+    e_.Linef("unsigned fa[", flash_.warp_slabs, "][4];");
+    OpenFlashSlabs();
+    e_.Line("for (int h = 0; h < 4; ++h) fa[sl][h] = pp[sl][c][h];");
+    e_.Close();
+  };
+  EmitFlashWgmma(flash_.pv, o, chunks, pv_a, [&] {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+    pv_a();
+    e_.Line("const int k = c * 16 + (lane & 15);");
+    EmitFlashProducts(flash_.pv, o, FlashOColumns(), FlashOFirst(), "(c * 16)", "pstage");
+    e_.Close();
+  }, /*wait=*/false, "pstage");
+}
+
+void TiledGenerator::EmitFlashPipelineDrain() {
+  e_.Open("if (lean_end > step_begin)");
+  DeclareMmaLane();
+  OpenFlashWarps();
+  DeclareFlashOffsets(flash_.pv, FlashOColumns(), FlashOFirst());
+  EmitFlashPreviousPv();
+  EmitFlashWgmmaWait(flash_.pv, absl::StrCat("o", flash_.pv));
+  CloseFlashWarps();
+  e_.Close();
 }
 
 int TiledGenerator::DeferredScaleFold() const {

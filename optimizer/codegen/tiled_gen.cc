@@ -589,12 +589,19 @@ absl::Status TiledGenerator::Generate() {
       const std::string extent = e_.DimExpr(b_.forloop.extent[0]);
       e_.Linef("const ", e_.Index(), " lean_end = ring_whole ? max(step_begin, min(step_end, ", extent, " / ",
                b_.forloop.tile, ") - ", stages_ - 1, ") : step_begin;");
-      e_.Line("// whole steps");
+      const bool piped = FlashPipelined();
+      if (piped) {
+        e_.Linef("unsigned pp[", flash_.warp_slabs, "][", matmuls_[flash_.scores].n8s / 2,
+                 "][4] = {};  // the last whole step's P, x", flash_.pv, "'s A fragments (FlashPipelined)");
+        e_.Line("int pstage = 0;  // and the stage of its V");
+      }
+      e_.Line(piped ? "// whole steps, each one's scores' products issued before the last one's P@V" : "// whole steps");
       e_.Open("for (; step < lean_end; ++step)");
       lean_step_ = true;
       EmitLoopStep(loop_axes);
       lean_step_ = false;
       e_.Close();
+      if (piped) EmitFlashPipelineDrain();
       dirty_ = before;
       e_.Line("// the rest: tails, copies of tails or of nothing, or copies that are not whole");
     }

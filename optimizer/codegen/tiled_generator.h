@@ -484,7 +484,7 @@ class TiledGenerator {
   // fragments two columns of tiles per ldmatrix from the ring, its rows
   // from `k_rows` (a multiple of 16; the lane adds its own).
   void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
-                         const std::string& k_rows);
+                         const std::string& k_rows, const std::string& stage = "stage");
   // Whether both flash products can take wgmma (FlashPlan::wgmma).
   bool FlashWgmma() const;
   // One step's flash product mm by wgmma into `acc`[sl] (flattened), for
@@ -492,9 +492,25 @@ class TiledGenerator {
   // (c the chunk); the code of the mma.sync form goes under #else.
   // With `wait` false the products are left in flight (committed):
   // EmitFlashWgmmaWait waits for them, after the code between.
+  // B from the ring's stage `stage` (an expression).
   void EmitFlashWgmma(int mm, const std::string& acc, int64_t chunks, const std::function<void()>& fill,
-                      const std::function<void()>& otherwise, bool wait = true);
-  void EmitFlashWgmmaWait(int mm, const std::string& acc);
+                      const std::function<void()>& otherwise, bool wait = true, const std::string& stage = "stage");
+  // Waits until at most `pending` groups of products are in flight.
+  void EmitFlashWgmmaWait(int mm, const std::string& acc, int pending = 0);
+  // Whether the loop of whole steps takes its flash products in a
+  // pipeline (FlashAttention-3's intra-warpgroup overlap): step j issues
+  // its scores' wgmma, then step j - 1's P@V, and runs its softmax while
+  // P@V does; P@V of the last whole step follows the loop. The ring then
+  // runs stages - 2 steps ahead (RingAhead): P@V reads the stage of the
+  // step before.
+  bool FlashPipelined() const;
+  // The previous whole step's P@V (FlashPipelined): A from `pp`, B from
+  // the ring's stage `pstage`, left in flight on Hopper.
+  void EmitFlashPreviousPv();
+  // After the loop of whole steps: the last one's P@V, waited for.
+  void EmitFlashPipelineDrain();
+  // How many steps ahead of the one it computes the ring's copies run.
+  int64_t RingAhead() const;
   // The fold that computes the scores' column scales (QK-norm's rsqrt of
   // K's sum of squares) where the flash step emits it between issuing the
   // scores' wgmma and waiting for it, so the fold, its barrier and the

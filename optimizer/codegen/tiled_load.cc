@@ -483,9 +483,10 @@ bool TiledGenerator::StreamsAhead() const {
 
 void TiledGenerator::EmitRingPrologue() {
   if (stages_ == 0) return;
-  e_.Linef("// the first ", stages_ - 1, " steps' vector tiles, copied asynchronously into the ring");
+  const int64_t ahead = RingAhead();
+  e_.Linef("// the first ", ahead, " steps' vector tiles, copied asynchronously into the ring");
   e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int j = 0; j < ", stages_ - 1, "; ++j)"));
+  e_.Open(absl::StrCat("for (int j = 0; j < ", ahead, "; ++j)"));
   EmitRingIssue("step_begin + j", "j");
   e_.Close();
 }
@@ -499,19 +500,22 @@ bool TiledGenerator::BarrierFirst() const {
 
 void TiledGenerator::EmitRingStep() {
   if (stages_ == 0) return;
+  // (Steps ahead stages - 1, or stages - 2 where a pipelined flash step's
+  // P@V still reads the stage the last step read: RingAhead.)
+  const int64_t ahead = RingAhead();
   const auto issue = [&] {
     e_.Open("");
-    EmitRingIssue(absl::StrCat("step + ", stages_ - 1),
-                  absl::StrCat("static_cast<int>((step - step_begin + ", stages_ - 1, ") % ", stages_, ")"));
+    EmitRingIssue(absl::StrCat("step + ", ahead),
+                  absl::StrCat("static_cast<int>((step - step_begin + ", ahead, ") % ", stages_, ")"));
     e_.Close();
   };
   if (BarrierFirst()) {
     // Threads read each other's copies: wait for this step's, then one
     // barrier makes them visible and frees the stage the previous step
     // read, which the copies stages - 1 steps ahead reuse.
-    e_.Linef("// wait for this step's vector tiles; after the barrier, the tiles ", stages_ - 1,
-             " steps ahead go into the stage the last step read");
-    e_.Linef("copy_async_wait<", stages_ - 2, ">();");
+    e_.Linef("// wait for this step's vector tiles; after the barrier, the tiles ", ahead, " steps ahead go into the ",
+             ahead == stages_ - 1 ? "stage the last step read" : "stage read 2 steps before");
+    e_.Linef("copy_async_wait<", ahead - 1, ">();");
     if (flash_.wgmma) {
       // The copies (and any zeros stored) made visible to wgmma's reads.
       e_.Line("#if KILN_WGMMA");
@@ -521,9 +525,9 @@ void TiledGenerator::EmitRingStep() {
     Sync();
     issue();
   } else {
-    e_.Linef("// the vector tiles ", stages_ - 1, " steps ahead into the ring; then wait for this step's");
+    e_.Linef("// the vector tiles ", ahead, " steps ahead into the ring; then wait for this step's");
     issue();
-    e_.Linef("copy_async_wait<", stages_ - 1, ">();");
+    e_.Linef("copy_async_wait<", ahead, ">();");
   }
   e_.Linef("const int stage = static_cast<int>((step - step_begin) % ", stages_, ");");
 }

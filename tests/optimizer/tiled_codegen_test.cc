@@ -150,6 +150,41 @@ TEST(TiledCodegen, OutputsAreStoredSixteenBytesAtATime) {
   }
 }
 
+// A split loop's partials go to the workspace 16 bytes a thread, each
+// thread reading four elements of the accumulator's tile that other
+// threads may have written: a barrier comes between the tile's last
+// write and those reads (the partials' Read asks for one where the tile
+// was last written element by thread; in these kernels one is there
+// already, behind the loop's last copies).
+TEST(TiledCodegen, SplitPartialsAreReadAfterTheirTilesBarrier) {
+  int vectors = 0;
+  for (DType dtype : {DType::kF16, DType::kF32}) {
+    for (const KernelGraph& graph :
+         {RmsNormLinear(dtype, 17, 4097, 127, {.split = 4}), RmsNormLinear(dtype, 1, 4096, 4096, {.split = 4}),
+          GatedMlp(dtype, 3, 127, 127, {.k = 32, .split = 3}), Lora(dtype, 1, 4097, 127, 16, {.split = 8}),
+          RmsNormLinear(dtype, 2, 4096, 6144, {.m = 2, .k = 128, .n = 64, .split = 2}),
+          RmsNormLinear(dtype, 3, 4096, 256, {.m = 4, .k = 64, .n = 64, .split = 4}, false, 0.5, Mean::kOnStepSum),
+          RmsNormLinear(dtype, 3, 4096, 256, {.m = 4, .k = 64, .n = 64, .split = 4}, true, 0.0, Mean::kOnSquares)}) {
+      absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+      ASSERT_TRUE(source.ok()) << source.status();
+      const std::string& code = source->source;
+      const std::string read = "*reinterpret_cast<const float4*>(";
+      for (size_t at = code.find("*reinterpret_cast<float4*>(partials"); at != std::string::npos;
+           at = code.find("*reinterpret_cast<float4*>(partials", at + 1)) {
+        ++vectors;
+        const size_t from = code.find(read, at) + read.size();
+        const std::string tile = code.substr(from, code.find(' ', from) - from);
+        const size_t barrier = code.rfind("__syncthreads();", at);
+        ASSERT_NE(barrier, std::string::npos) << code;
+        EXPECT_THAT(code.substr(barrier, at - barrier),
+                    ::testing::Not(::testing::ContainsRegex(tile + "\\[[^]]*\\] \\+?= ")))
+            << tile << " written after the last barrier before its partials:\n" << code;
+      }
+    }
+  }
+  EXPECT_GT(vectors, 0);
+}
+
 TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
   const KernelGraph graph = RmsNormLinear(DType::kF16, 1, 4096, 4096, {.m = 2, .k = 64, .n = 64, .split = 4});
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);

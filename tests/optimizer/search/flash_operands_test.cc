@@ -207,5 +207,53 @@ TEST(FlashOperands, QkNormFoldRunsWhileTheScoresWgmmaDoes) {
   if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
 }
 
+// Where the loop has whole steps enough and a ring of 3 stages or more,
+// the wgmma step pipelines its products (FlashAttention-3's overlap within
+// a warpgroup): it issues its scores' products, then the last step's P@V
+// (A from pp, V from stage pstage), waits for the scores alone
+// (wgmma_wait<1>) and runs its softmax while P@V does; then O is brought
+// to the new max and P packed for the next step. The ring runs stages - 2
+// steps ahead (P@V reads the stage the last step read), and the last
+// whole step's P@V follows the loop. Causal prefill's kernel (64 keys a
+// step, 128 rows, head dim 128) and gqa_bs8's (64 rows, 4-way split)
+// take it; they compile for sm_90a and for sm_90 (mma.sync in the same
+// order under #else).
+TEST(FlashOperands, WholeStepsPipelineTheirProducts) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const FusedCase& c :
+       {CausalAttentionCase(8, 4, 4096, 128, 4096, DType::kBF16), AttentionCase(16, 256, 64, 4096)}) {
+    SCOPED_TRACE(c.name);
+    codegen::KernelSource source;
+    const std::string loop = ChosenLoop(c, &source);
+    const size_t lean = loop.find("for (; step < lean_end; ++step) {"), rest = loop.find("// the rest: tails");
+    ASSERT_NE(lean, std::string::npos) << loop;
+    ASSERT_NE(rest, std::string::npos) << loop;
+    const std::string step = loop.substr(lean, rest - lean);
+    EXPECT_THAT(loop.substr(0, lean), ::testing::HasSubstr("unsigned pp["));
+    EXPECT_THAT(step, ::testing::HasSubstr("copy_async_wait<1>();"));
+    EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (step + 2) * "));
+    const size_t scores = step.find("wgmma_commit();"), previous = step.find("fa[sl][h] = pp[sl][c][h];");
+    const size_t pv_issued = step.find("wgmma_commit();", previous), scores_done = step.find("wgmma_wait<1>();");
+    const size_t pv_done = step.find("wgmma_wait_all();", scores_done);
+    const size_t exps = step.find("stable_exp_log2(", scores_done), rescaled = step.find("] *= factor[sl][h >> 1];");
+    const size_t packed = step.find("pp[sl][c][0] = pack_"), handed = step.find("pstage = stage;");
+    ASSERT_NE(handed, std::string::npos) << step;
+    EXPECT_LT(scores, previous) << step;
+    EXPECT_LT(previous, pv_issued) << step;
+    EXPECT_LT(pv_issued, scores_done) << step;
+    EXPECT_LT(scores_done, exps) << step;
+    EXPECT_LT(exps, pv_done) << step;
+    EXPECT_LT(pv_done, rescaled) << step;
+    EXPECT_LT(rescaled, packed) << step;
+    EXPECT_LT(packed, handed) << step;
+    EXPECT_THAT(step, ::testing::HasSubstr("16u * (pstage * "));
+    // The drain: the last whole step's P@V after the loop.
+    const size_t drain = loop.find("if (lean_end > step_begin) {", lean);
+    ASSERT_NE(drain, std::string::npos) << loop;
+    EXPECT_LT(drain, rest);
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::search
