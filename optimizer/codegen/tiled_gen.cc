@@ -595,7 +595,8 @@ absl::Status TiledGenerator::Generate() {
                  "][4] = {};  // the last whole step's P, x", flash_.pv, "'s A fragments (FlashPipelined)");
         e_.Line("int pstage = 0;  // and the stage of its V");
       }
-      e_.Line(piped ? "// whole steps, each one's scores' products issued before the last one's P@V" : "// whole steps");
+      e_.Line(piped ? "// whole steps, each one's scores' products issued before the last one's P@V"
+                    : "// whole steps");
       e_.Open("for (; step < lean_end; ++step)");
       lean_step_ = true;
       EmitLoopStep(loop_axes);

@@ -103,9 +103,8 @@ void TiledGenerator::EmitStores() {
              slot, ", ", off, ", v);");
     e_.Open("else");
     e_.Line("#pragma unroll");
-    e_.Linef("for (int j = 0; j < ", width, "; ++j) ",
-             cut ? absl::StrCat("if (", element[inner], " < ", Length(axis), ") ") : "", "store_", type, "(", slot, ", ",
-             off, " + j, v[j]);");
+    const std::string keep = cut ? absl::StrCat("if (", element[inner], " < ", Length(axis), ") ") : "";
+    e_.Linef("for (int j = 0; j < ", width, "; ++j) ", keep, "store_", type, "(", slot, ", ", off, " + j, v[j]);");
     e_.Close();
     if (!in_range.empty()) e_.Close();
     e_.Close();

@@ -197,9 +197,9 @@ __device__ __forceinline__ unsigned pack_bits16(unsigned short lo, unsigned shor
   return static_cast<unsigned>(lo) | static_cast<unsigned>(hi) << 16;
 }
 __device__ __forceinline__ void store16_f16(void* p, i64 i, const float* v) {
-  *reinterpret_cast<uint4*>(static_cast<f16_t*>(p) + i) =
-      make_uint4(pack_bits16(float_to_f16(v[0]), float_to_f16(v[1])), pack_bits16(float_to_f16(v[2]), float_to_f16(v[3])),
-                 pack_bits16(float_to_f16(v[4]), float_to_f16(v[5])), pack_bits16(float_to_f16(v[6]), float_to_f16(v[7])));
+  *reinterpret_cast<uint4*>(static_cast<f16_t*>(p) + i) = make_uint4(
+      pack_bits16(float_to_f16(v[0]), float_to_f16(v[1])), pack_bits16(float_to_f16(v[2]), float_to_f16(v[3])),
+      pack_bits16(float_to_f16(v[4]), float_to_f16(v[5])), pack_bits16(float_to_f16(v[6]), float_to_f16(v[7])));
 }
 __device__ __forceinline__ void store16_bf16(void* p, i64 i, const float* v) {
   *reinterpret_cast<uint4*>(static_cast<bf16_t*>(p) + i) = make_uint4(

@@ -121,9 +121,12 @@ TEST(TiledCodegen, OutputsAreStoredSixteenBytesAtATime) {
     int64_t n, tile_m, tile_n;
     const char* vector_store;  // empty: element by element
   };
-  for (const Case& c : {Case{DType::kF16, 4096, 16, 64, "store16_f16("}, Case{DType::kBF16, 127, 16, 64, "store16_bf16("},
-                        Case{DType::kF32, 127, 16, 64, "store16_f32("}, Case{DType::kF16, 127, 16, 4, ""},
-                        Case{DType::kF16, 4096, 2, 64, ""}}) {
+  const Case cases[] = {{DType::kF16, 4096, 16, 64, "store16_f16("},
+                        {DType::kBF16, 127, 16, 64, "store16_bf16("},
+                        {DType::kF32, 127, 16, 64, "store16_f32("},
+                        {DType::kF16, 127, 16, 4, ""},
+                        {DType::kF16, 4096, 2, 64, ""}};
+  for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(DTypeName(c.dtype), " n ", c.n, " tile ", c.tile_m, " x ", c.tile_n));
     const KernelGraph graph = RmsNormLinear(c.dtype, 17, 256, c.n, {.m = c.tile_m, .k = 64, .n = c.tile_n});
     absl::StatusOr<codegen::KernelSource> source = Generate(graph);
