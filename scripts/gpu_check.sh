@@ -9,6 +9,12 @@ out=${OUT:-/tmp/kiln-gpu-check}
 mkdir -p "$out"
 tar xzf .devbundle/bundle.tar.gz -C /tmp
 # The tests find the models at the path they were built with (../shared).
+# Without them the model tests fail on loading and the golden text is
+# empty: say so first (carry .devbundle/models).
+if [ ! -f .devbundle/models/stories260K.bin ]; then
+  echo "gpu_check: .devbundle/models/stories260K.bin missing: carry .devbundle/models" >&2
+  exit 2
+fi
 mkdir -p /work/shared && cp -r .devbundle/models /work/shared/
 filter=${1:-Gpu*}
 shards=${SHARDS:-8}
