@@ -378,7 +378,15 @@ void TiledGenerator::EmitFlashStep() {
     e_.Close();
   });
   row_tree("op_add", "run_sum");
+  // P packed into `into` (a slab's A fragment of k chunk c): S's
+  // fragments, paired along k, are P@V's A fragments.
   const std::string pack = absl::StrCat("pack_", DTypeSuffix(pv_op.dtype), "x2");
+  const auto pack_p = [&](const std::string& into) {
+    e_.Linef(into, "[0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
+    e_.Linef(into, "[1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
+    e_.Linef(into, "[2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
+    e_.Linef(into, "[3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
+  };
   if (piped) {
     // 4. The last step's P@V done: O to this step's max, and P for the
     // next step's P@V (the pipeline's drain after the loop takes the last).
@@ -387,10 +395,7 @@ void TiledGenerator::EmitFlashStep() {
     rescale_o();
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
-    e_.Linef("pp[sl][c][0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
-    e_.Linef("pp[sl][c][1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
-    e_.Linef("pp[sl][c][2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
-    e_.Linef("pp[sl][c][3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
+    pack_p("pp[sl][c]");
     e_.Close();
     e_.Close();
     e_.Line("pstage = stage;");
@@ -398,27 +403,29 @@ void TiledGenerator::EmitFlashStep() {
     e_.Close();
     return;
   }
-  // 4. O += P @ B2: S's fragments, paired along k, are P@V's A fragments.
-  const auto pv_a = [&] {
+  // 4. O += P @ B2.
+  EmitFlashPv([&] {
     e_.Linef("unsigned fa[", slabs, "][4];");
     OpenFlashSlabs();
-    e_.Linef("fa[sl][0] = ", pack, "(sc[sl][2 * c][0], sc[sl][2 * c][1]);");
-    e_.Linef("fa[sl][1] = ", pack, "(sc[sl][2 * c][2], sc[sl][2 * c][3]);");
-    e_.Linef("fa[sl][2] = ", pack, "(sc[sl][2 * c + 1][0], sc[sl][2 * c + 1][1]);");
-    e_.Linef("fa[sl][3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
+    pack_p("fa[sl]");
     e_.Close();
-  };
-  EmitFlashWgmma(flash_.pv, absl::StrCat("o", flash_.pv), sn / 2, pv_a, [&] {
-    e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int c = 0; c < ", sn / 2, "; ++c)"));
-    pv_a();
-    e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
-    EmitFlashProducts(flash_.pv, absl::StrCat("o", flash_.pv), FlashOColumns(), FlashOFirst(),
-                      absl::StrCat("(", col0, "c * 16)"));
-    e_.Close();
-  });
+  }, col0);
   CloseFlashWarps();
   e_.Close();
+}
+
+void TiledGenerator::EmitFlashPv(const std::function<void()>& fill, const std::string& col0, bool wait,
+                                 const std::string& stage) {
+  const std::string o = absl::StrCat("o", flash_.pv);
+  const int64_t chunks = FlashColumns() / 2;
+  EmitFlashWgmma(flash_.pv, o, chunks, fill, [&] {
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
+    fill();
+    e_.Linef("const int k = ", col0, "c * 16 + (lane & 15);");
+    EmitFlashProducts(flash_.pv, o, FlashOColumns(), FlashOFirst(), absl::StrCat("(", col0, "c * 16)"), stage);
+    e_.Close();
+  }, wait, stage);
 }
 
 void TiledGenerator::OpenFlashSlabs() {

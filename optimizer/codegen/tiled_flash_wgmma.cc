@@ -133,25 +133,14 @@ bool TiledGenerator::FlashPipelined() const {
 int64_t TiledGenerator::RingAhead() const { return FlashPipelined() ? stages_ - 2 : stages_ - 1; }
 
 void TiledGenerator::EmitFlashPreviousPv() {
-  const MatmulPlan& s = matmuls_[flash_.scores];
-  const std::string o = absl::StrCat("o", flash_.pv);
-  const int64_t chunks = s.n8s / 2;
   e_.Linef("// the previous whole step's x", flash_.pv, " (its P in pp, V in stage pstage; zeros at the first, ",
            "which add nothing), under the scores' products");
-  const auto pv_a = [&] {
+  EmitFlashPv([&] {
     e_.Linef("unsigned fa[", flash_.warp_slabs, "][4];");
     OpenFlashSlabs();
     e_.Line("for (int h = 0; h < 4; ++h) fa[sl][h] = pp[sl][c][h];");
     e_.Close();
-  };
-  EmitFlashWgmma(flash_.pv, o, chunks, pv_a, [&] {
-    e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
-    pv_a();
-    e_.Line("const int k = c * 16 + (lane & 15);");
-    EmitFlashProducts(flash_.pv, o, FlashOColumns(), FlashOFirst(), "(c * 16)", "pstage");
-    e_.Close();
-  }, /*wait=*/false, "pstage");
+  }, "", /*wait=*/false, "pstage");
 }
 
 void TiledGenerator::EmitFlashPipelineDrain() {

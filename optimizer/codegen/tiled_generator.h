@@ -504,6 +504,12 @@ class TiledGenerator {
   // runs stages - 2 steps ahead (RingAhead): P@V reads the stage of the
   // step before.
   bool FlashPipelined() const;
+  // A step's P@V into O: `fill` declares k chunk c's A fragments fa[sl],
+  // `col0` the step's first key of the warp's (see EmitFlashStep), B from
+  // the ring's stage `stage`; by wgmma (left in flight unless `wait`) with
+  // the mma.sync form under #else.
+  void EmitFlashPv(const std::function<void()>& fill, const std::string& col0, bool wait = true,
+                   const std::string& stage = "stage");
   // The previous whole step's P@V (FlashPipelined): A from `pp`, B from
   // the ring's stage `pstage`, left in flight on Hopper.
   void EmitFlashPreviousPv();

@@ -55,15 +55,15 @@ __device__ __forceinline__ void wgmma_fence_operands(float* d) {
 }
 // Orders the warpgroup's register writes before the products that read them.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-// Closes the products issued so far into a group; waits for all groups.
+// Closes the products issued so far into a group.
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 // Waits until at most `pending` of the committed groups are in flight
 // (groups complete in order).
 template <int pending>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(pending) : "memory");
 }
+__device__ __forceinline__ void wgmma_wait_all() { wgmma_wait<0>(); }  // for every group
 __device__ __forceinline__ void wgmma_commit_and_wait() {
   wgmma_commit();
   wgmma_wait_all();
