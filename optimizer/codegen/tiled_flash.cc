@@ -200,38 +200,14 @@ void TiledGenerator::DeclareFlash() {
   e_.Close();
 }
 
-void TiledGenerator::EmitFlashStep() {
+std::string TiledGenerator::FlashScoresFirst() const {
+  return flash_.keys_split ? "2 * warp" : flash_.groups > 1 ? absl::StrCat("kg * ", FlashColumns()) : "0";
+}
+
+void TiledGenerator::EmitFlashScores(const std::string& acc, bool wait, const std::string& stage) {
   const MatmulPlan& s = matmuls_[flash_.scores];
-  const TileOp& s_op = b_.tile_ops[flash_.scores];
-  const TileOp& pv_op = b_.tile_ops[flash_.pv];
-  const int k_tile = s_op.args[1];
-  const std::string keys = Length(ColAxis(flash_.exp));
-  const bool split = flash_.keys_split;
-  const int64_t groups = flash_.groups, sn = FlashColumns(), slabs = flash_.warp_slabs;
-  if (!s.a_ring) Read(s_op.args[0], false);
-  if (s.b_tile) Read(k_tile, false);
-  const int deferred = DeferredScaleFold();
-  const bool piped = lean_step_ && FlashPipelined();
-  if (s.b_scale >= 0 && deferred < 0) Read(s.b_scale, false);
-  const std::string rows = absl::StrCat(16 * slabs, " rows");
-  e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
-           ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
-           flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
-           split              ? ": each warp 16 keys"
-           : groups > 1       ? absl::StrCat(": each warp ", rows, " and its group's ", sn * 8, " keys of ", s.cols)
-           : flash_.cols_split ? absl::StrCat(": each warp ", rows, " and ", 8 * FlashOColumns(), " columns of O")
-                              : absl::StrCat(": each warp ", rows),
-           ", in registers (no barrier)");
-  e_.Open("");
-  DeclareMmaLane();
-  const std::string first = split ? "2 * warp" : groups > 1 ? absl::StrCat("kg * ", sn) : "0";
-  const std::string col0 = split ? "warp * 16 + " : groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ") : "";
-  OpenFlashWarps();
-  DeclareFlashOffsets(flash_.scores, sn, first);
-  DeclareFlashOffsets(flash_.pv, FlashOColumns(), FlashOFirst());
-  // 1. S = A @ B1: the warp's rows, its columns; each of B's fragments
-  // serves every slab.
-  e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
+  const int k_tile = b_.tile_ops[flash_.scores].args[1];
+  const int64_t slabs = flash_.warp_slabs, sn = FlashColumns();
   const auto scores_a = [&] {
     e_.Linef("unsigned fa[", slabs, "][4];");
     if (flash_.a_registers) {
@@ -249,22 +225,71 @@ void TiledGenerator::EmitFlashStep() {
       e_.Close();
     }
   };
-  EmitFlashWgmma(flash_.scores, "sc", s.depth / 16, scores_a, [&] {
+  EmitFlashWgmma(flash_.scores, acc, s.depth / 16, scores_a, [&] {
     // (B by rows in pairs: each k chunk's offsets are known at compile time.)
     if (flash_.a_registers || (s.b_rows && FlashPairsB(flash_.scores, sn))) e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
     scores_a();
     e_.Line("const int k = c * 16 + (lane & 15);");  // the lane's ldmatrix row
-    EmitFlashProducts(flash_.scores, "sc", sn, first, "c * 16");
+    EmitFlashProducts(flash_.scores, acc, sn, FlashScoresFirst(), "c * 16", stage);
     e_.Close();
-  }, /*wait=*/deferred < 0 && !piped);
+  }, wait, stage);
+}
+
+void TiledGenerator::EmitFlashStep() {
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  const TileOp& s_op = b_.tile_ops[flash_.scores];
+  const TileOp& pv_op = b_.tile_ops[flash_.pv];
+  const int k_tile = s_op.args[1];
+  const std::string keys = Length(ColAxis(flash_.exp));
+  const bool split = flash_.keys_split;
+  const int64_t groups = flash_.groups, sn = FlashColumns(), slabs = flash_.warp_slabs;
+  if (!s.a_ring) Read(s_op.args[0], false);
+  if (s.b_tile) Read(k_tile, false);
+  const int deferred = DeferredScaleFold();
+  const bool piped = lean_step_ && FlashPipelined();
+  const bool ahead = piped && FlashScoresAhead();
+  if (s.b_scale >= 0 && deferred < 0) Read(s.b_scale, false);
+  const std::string rows = absl::StrCat(16 * slabs, " rows");
+  e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
+           ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
+           flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
+           split              ? ": each warp 16 keys"
+           : groups > 1       ? absl::StrCat(": each warp ", rows, " and its group's ", sn * 8, " keys of ", s.cols)
+           : flash_.cols_split ? absl::StrCat(": each warp ", rows, " and ", 8 * FlashOColumns(), " columns of O")
+                              : absl::StrCat(": each warp ", rows),
+           ", in registers (no barrier)");
+  e_.Open("");
+  DeclareMmaLane();
+  const std::string first = FlashScoresFirst();
+  const std::string col0 = split ? "warp * 16 + " : groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ") : "";
+  OpenFlashWarps();
+  DeclareFlashOffsets(flash_.scores, sn, first);
+  DeclareFlashOffsets(flash_.pv, FlashOColumns(), FlashOFirst());
+  if (ahead) {
+    // 1. S came with the step (sc, issued by the step before). The last
+    // step's P@V, then the next step's S from the next stage (into sa),
+    // run under this step's softmax (H100, gqa_bs8's kernel hand-edited:
+    // 21.7 -> 19.0 us).
+    EmitFlashPreviousPv();
+    e_.Linef("// the next step's x", flash_.scores, " (past the loop's last step: not used)");
+    OpenFlashSlabs();
+    e_.Linef("for (int v = 0; v < ", sn, "; ++v) for (int h = 0; h < 4; ++h) sa[sl][v][h] = 0.0f;");
+    e_.Close();
+    EmitFlashScores("sa", /*wait=*/false, absl::StrCat("(stage + 1) % ", stages_));
+  } else {
+    // 1. S = A @ B1: the warp's rows, its columns; each of B's fragments
+    // serves every slab.
+    e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
+    EmitFlashScores("sc", /*wait=*/deferred < 0 && !piped, "stage");
+  }
   if (deferred >= 0) {
     // The scales' fold and its barrier while the scores' products run.
     EmitReduce(deferred);
     Read(s.b_scale, false);
     EmitFlashWgmmaWait(flash_.scores, "sc");
   }
-  if (piped) {
+  if (piped && !ahead) {
     // The last step's P@V behind the scores' products; the softmax below
     // runs while it does (on H100, causal_prefill's kernel 424.5 -> 403 us
     // hand-edited).
@@ -388,9 +413,10 @@ void TiledGenerator::EmitFlashStep() {
     e_.Linef(into, "[3] = ", pack, "(sc[sl][2 * c + 1][2], sc[sl][2 * c + 1][3]);");
   };
   if (piped) {
-    // 4. The last step's P@V done: O to this step's max, and P for the
-    // next step's P@V (the pipeline's drain after the loop takes the last).
-    EmitFlashWgmmaWait(flash_.pv, absl::StrCat("o", flash_.pv));
+    // 4. The last step's P@V done (the next step's scores may still run):
+    // O to this step's max, and P for the next step's P@V (the pipeline's
+    // drain after the loop takes the last).
+    EmitFlashWgmmaWait(flash_.pv, absl::StrCat("o", flash_.pv), /*pending=*/ahead ? 1 : 0);
     OpenFlashSlabs();
     rescale_o();
     e_.Line("#pragma unroll");
@@ -399,6 +425,7 @@ void TiledGenerator::EmitFlashStep() {
     e_.Close();
     e_.Close();
     e_.Line("pstage = stage;");
+    if (ahead) EmitFlashWgmmaWait(flash_.scores, "sa");  // the next step's scores
     CloseFlashWarps();
     e_.Close();
     return;

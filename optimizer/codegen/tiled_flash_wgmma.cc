@@ -130,7 +130,41 @@ bool TiledGenerator::FlashPipelined() const {
          DeferredScaleFold() < 0 && FlashPairsB(flash_.pv, FlashOColumns());
 }
 
+bool TiledGenerator::FlashScoresAhead() const {
+  // The next step's scores beside this step's and O in at most 96
+  // registers a thread: head dim 128's O (64) with both (32 each) made
+  // causal_prefill's kernel spill at 255 registers (H100: 416 us against
+  // 388 pipelined without them).
+  const int64_t floats = 4 * flash_.warp_slabs * (2 * FlashColumns() + FlashOColumns());
+  return FlashPipelined() && stages_ >= 4 && floats <= 96;
+}
+
 int64_t TiledGenerator::RingAhead() const { return FlashPipelined() ? stages_ - 2 : stages_ - 1; }
+
+int64_t TiledGenerator::registers() const {
+  return registers_ + (FlashScoresAhead() ? 4 * flash_.warp_slabs * FlashColumns() : 0);
+}
+
+void TiledGenerator::EmitFlashScoresPrologue() {
+  const int64_t slabs = flash_.warp_slabs, sn = FlashColumns();
+  e_.Linef("float scores0[", slabs, "][", sn, "][4] = {}, scores1[", slabs, "][", sn,
+           "][4];  // a whole step's scores and the next one's (FlashScoresAhead)");
+  e_.Open("if (lean_end > step_begin)");
+  e_.Linef("// the first whole step's x", flash_.scores, ": its copies landed and visible to every warp");
+  e_.Linef("copy_async_wait<", RingAhead() - 1, ">();");
+  e_.Line("#if KILN_WGMMA");
+  e_.Line("fence_async_shared();");
+  e_.Line("#endif");
+  Sync();
+  e_.Open("");
+  DeclareMmaLane();
+  OpenFlashWarps();
+  DeclareFlashOffsets(flash_.scores, sn, FlashScoresFirst());
+  EmitFlashScores("scores0", /*wait=*/true, "0");
+  CloseFlashWarps();
+  e_.Close();
+  e_.Close();
+}
 
 void TiledGenerator::EmitFlashPreviousPv() {
   e_.Linef("// the previous whole step's x", flash_.pv, " (its P in pp, V in stage pstage; zeros at the first, ",

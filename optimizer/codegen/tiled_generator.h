@@ -87,8 +87,9 @@ class TiledGenerator {
   // Dynamic shared memory the kernel takes, in bytes.
   int64_t shared_bytes() const { return 4 * (buffers_ + scratch_ + ring_floats_); }
   // Registers a thread needs, roughly: a base, the loop's staged loads, and
-  // the direct matmuls' sums and the copies of their vectors.
-  int64_t registers() const { return registers_; }
+  // the direct matmuls' sums and the copies of their vectors (and the
+  // next step's scores where a flash loop issues them a step ahead).
+  int64_t registers() const;
   // Bytes a block has requested at once in a loop step: the staged loop
   // tiles whole, one load per thread of the others.
   int64_t inflight_bytes() const;
@@ -504,6 +505,26 @@ class TiledGenerator {
   // runs stages - 2 steps ahead (RingAhead): P@V reads the stage of the
   // step before.
   bool FlashPipelined() const;
+  // Whether that pipeline also issues each whole step's scores a step
+  // ahead (FlashAttention-3's full overlap): step j's scores are done when
+  // it starts (`sc`); it issues step j - 1's P@V, then step j + 1's scores
+  // into `sa` (K from the next stage), runs its softmax under both, waits
+  // for P@V alone (wgmma_wait<1>), packs P, then waits for the scores. The
+  // loop is unrolled twice so that the two score arrays trade places
+  // (scores0/scores1: a copy between them cost 0.8 us of gqa_bs8's
+  // 19.7 on an H100); the first step's scores come before the loop
+  // (EmitFlashScoresPrologue), and each step waits for the next step's
+  // copies. Needs a ring of 4 stages or more (P@V's stage, the step's, the
+  // next's, and copies in flight).
+  bool FlashScoresAhead() const;
+  // The flash scores' product into `acc` (declared and zeroed by the
+  // caller) from the ring's stage `stage`, waited for where `wait`.
+  void EmitFlashScores(const std::string& acc, bool wait, const std::string& stage);
+  // Before the loop of whole steps (FlashScoresAhead): scores0 and
+  // scores1, and the first whole step's scores into scores0.
+  void EmitFlashScoresPrologue();
+  // The first column of tiles of a warp's scores (DeclareFlashOffsets).
+  std::string FlashScoresFirst() const;
   // A step's P@V into O: `fill` declares k chunk c's A fragments fa[sl],
   // `col0` the step's first key of the warp's (see EmitFlashStep), B from
   // the ring's stage `stage`; by wgmma (left in flight unless `wait`) with

@@ -333,8 +333,12 @@ void TiledGenerator::EmitStepRange(const std::string& start, const std::string& 
 
 void TiledGenerator::EmitRingIssue(const std::string& step, const std::string& stage) {
   if (lean_step_) {
-    // A whole step copying a whole one: the whole copies alone.
-    e_.Linef("const ", e_.Index(), " kr = (", step, ") * ", b_.forloop.tile, ";");
+    // A whole step copying a whole one: the whole copies alone. Where the
+    // loop of whole steps runs to the block's end (FlashScoresAhead:
+    // Generate), past the block's last step that step again, into a stage
+    // no step reads.
+    const std::string from = FlashScoresAhead() ? absl::StrCat("min(", step, ", step_end - 1)") : step;
+    e_.Linef("const ", e_.Index(), " kr = (", from, ") * ", b_.forloop.tile, ";");
     e_.Linef("const int issue_stage = ", stage, ";");
     loop_start_ = "kr";
     for (const int i : RingOwners()) EmitWholeCopies(i);
@@ -513,9 +517,12 @@ void TiledGenerator::EmitRingStep() {
     // Threads read each other's copies: wait for this step's, then one
     // barrier makes them visible and frees the stage the previous step
     // read, which the copies stages - 1 steps ahead reuse.
-    e_.Linef("// wait for this step's vector tiles; after the barrier, the tiles ", ahead, " steps ahead go into the ",
+    // (Where the step issues the next one's scores, the next step's.)
+    const bool next = lean_step_ && FlashScoresAhead();
+    e_.Linef("// wait for ", next ? "the next step's" : "this step's", " vector tiles; after the barrier, the tiles ",
+             ahead, " steps ahead go into the ",
              ahead == stages_ - 1 ? "stage the last step read" : "stage read 2 steps before");
-    e_.Linef("copy_async_wait<", ahead - 1, ">();");
+    e_.Linef("copy_async_wait<", ahead - (next ? 2 : 1), ">();");
     if (flash_.wgmma) {
       // The copies (and any zeros stored) made visible to wgmma's reads.
       e_.Line("#if KILN_WGMMA");

@@ -182,6 +182,21 @@ __device__ __forceinline__ void prefetch_l2(const void* p, i64 i, int element_by
   if ((reinterpret_cast<unsigned long long>(at) & 127u) < 16u) asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
 }
 
+// v, unknown to the compiler from here on. A loop bound passed through it
+// keeps NVVM from unrolling the loop over the trip count it can bound
+// otherwise: a flash kernel's loop of whole steps, two a pass and its
+// copies clamped to the block's last step, came out 16 times over (528
+// wgmma, 255 registers and spills) where a block's steps were few, and
+// `#pragma unroll 1` did not stop it (CUDA 13.0).
+__device__ __forceinline__ long long opaque(long long v) {
+  asm volatile("" : "+l"(v));
+  return v;
+}
+__device__ __forceinline__ int opaque(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+
 // Whether element i of p starts a 16-byte aligned vector (only the low
 // bits of the address matter: 32-bit arithmetic is exact).
 __device__ __forceinline__ bool aligned16(const void* p, i64 i, int element_bytes) {

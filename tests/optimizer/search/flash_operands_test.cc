@@ -209,49 +209,91 @@ TEST(FlashOperands, QkNormFoldRunsWhileTheScoresWgmmaDoes) {
 
 // Where the loop has whole steps enough and a ring of 3 stages or more,
 // the wgmma step pipelines its products (FlashAttention-3's overlap within
-// a warpgroup): it issues its scores' products, then the last step's P@V
-// (A from pp, V from stage pstage), waits for the scores alone
-// (wgmma_wait<1>) and runs its softmax while P@V does; then O is brought
-// to the new max and P packed for the next step. The ring runs stages - 2
-// steps ahead (P@V reads the stage the last step read), and the last
-// whole step's P@V follows the loop. Causal prefill's kernel (64 keys a
-// step, 128 rows, head dim 128) and gqa_bs8's (64 rows, 4-way split)
-// take it; they compile for sm_90a and for sm_90 (mma.sync in the same
-// order under #else).
+// a warpgroup), and the ring runs stages - 2 steps ahead (P@V reads the
+// stage the last step read); the last whole step's P@V follows the loop.
+// A step issues its scores' products, then the last step's P@V (A from
+// pp, V from stage pstage), waits for the scores alone (wgmma_wait<1>)
+// and runs its softmax while P@V does; then O is brought to the new max
+// and P packed for the next step. With 4 stages or more and registers
+// enough (head dim 64), the scores run a step ahead too
+// (FlashScoresAhead): the first whole step's come before the loop; a step
+// waits for the next step's copies, issues the last step's P@V and then
+// the next step's scores (K from the next stage, into sa), runs its
+// softmax on sc, waits for P@V alone, packs P, then waits for the next
+// scores; the loop takes two steps a pass, scores0 and scores1 trading
+// places, and its copies past the block's last step copy that step
+// again, so it runs to the block's end where its steps are all whole.
+// Causal prefill's kernel (64 keys a step, 128 rows, head dim 128: the
+// first form) and gqa_bs8's (64 rows, 4-way split: the second) compile for
+// sm_90a and for sm_90 (mma.sync in the same order under #else).
 TEST(FlashOperands, WholeStepsPipelineTheirProducts) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   for (const FusedCase& c :
        {CausalAttentionCase(8, 4, 4096, 128, 4096, DType::kBF16), AttentionCase(16, 256, 64, 4096)}) {
     SCOPED_TRACE(c.name);
+    const bool ahead = c.name == AttentionCase(16, 256, 64, 4096).name;
     codegen::KernelSource source;
     const std::string loop = ChosenLoop(c, &source);
     const size_t lean = loop.find("for (; step < lean_end; ++step) {"), rest = loop.find("// the rest: tails");
     ASSERT_NE(lean, std::string::npos) << loop;
     ASSERT_NE(rest, std::string::npos) << loop;
-    const std::string step = loop.substr(lean, rest - lean);
-    EXPECT_THAT(loop.substr(0, lean), ::testing::HasSubstr("unsigned pp["));
-    EXPECT_THAT(step, ::testing::HasSubstr("copy_async_wait<1>();"));
-    EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (step + 2) * "));
-    const size_t scores = step.find("wgmma_commit();"), previous = step.find("fa[sl][h] = pp[sl][c][h];");
-    const size_t pv_issued = step.find("wgmma_commit();", previous), scores_done = step.find("wgmma_wait<1>();");
-    const size_t pv_done = step.find("wgmma_wait_all();", scores_done);
-    const size_t exps = step.find("stable_exp_log2(", scores_done), rescaled = step.find("] *= factor[sl][h >> 1];");
-    const size_t packed = step.find("pp[sl][c][0] = pack_"), handed = step.find("pstage = stage;");
-    ASSERT_NE(handed, std::string::npos) << step;
-    EXPECT_LT(scores, previous) << step;
-    EXPECT_LT(previous, pv_issued) << step;
-    EXPECT_LT(pv_issued, scores_done) << step;
-    EXPECT_LT(scores_done, exps) << step;
-    EXPECT_LT(exps, pv_done) << step;
-    EXPECT_LT(pv_done, rescaled) << step;
-    EXPECT_LT(rescaled, packed) << step;
-    EXPECT_LT(packed, handed) << step;
+    const std::string before = loop.substr(0, lean), step = loop.substr(lean, rest - lean);
+    EXPECT_THAT(before, ::testing::HasSubstr("unsigned pp["));
     EXPECT_THAT(step, ::testing::HasSubstr("16u * (pstage * "));
+    EXPECT_EQ(before.find("float scores0[") != std::string::npos, ahead) << before;
     // The drain: the last whole step's P@V after the loop.
     const size_t drain = loop.find("if (lean_end > step_begin) {", lean);
     ASSERT_NE(drain, std::string::npos) << loop;
     EXPECT_LT(drain, rest);
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+    if (!ahead) {
+      EXPECT_THAT(before, ::testing::HasSubstr("lean_end = ring_whole ? max(step_begin, min(step_end, "));
+      EXPECT_THAT(step, ::testing::HasSubstr("copy_async_wait<1>();"));
+      EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (step + 2) * "));
+      const size_t scores = step.find("wgmma_commit();"), previous = step.find("fa[sl][h] = pp[sl][c][h];");
+      const size_t pv_issued = step.find("wgmma_commit();", previous), scores_done = step.find("wgmma_wait<1>();");
+      const size_t pv_done = step.find("wgmma_wait_all();", scores_done);
+      const size_t exps = step.find("stable_exp_log2(", scores_done), rescaled = step.find("] *= factor[sl][h >> 1];");
+      const size_t packed = step.find("pp[sl][c][0] = pack_"), handed = step.find("pstage = stage;");
+      ASSERT_NE(handed, std::string::npos) << step;
+      EXPECT_LT(scores, previous) << step;
+      EXPECT_LT(previous, pv_issued) << step;
+      EXPECT_LT(pv_issued, scores_done) << step;
+      EXPECT_LT(scores_done, exps) << step;
+      EXPECT_LT(exps, pv_done) << step;
+      EXPECT_LT(pv_done, rescaled) << step;
+      EXPECT_LT(rescaled, packed) << step;
+      EXPECT_LT(packed, handed) << step;
+      continue;
+    }
+    EXPECT_THAT(before, ::testing::HasSubstr("lean_end = opaque(ring_whole ? (step_end <= "));
+    EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (min(step + 2, step_end - 1)) * "));
+    // A step, each of the two a pass: the first one's.
+    const size_t first = before.find("// the first whole step's x");
+    ASSERT_NE(first, std::string::npos) << before;
+    EXPECT_LT(first, before.find("wgmma_commit_and_wait();", first));
+    const size_t second = step.find("if (++step == lean_end) break;");
+    ASSERT_NE(second, std::string::npos) << step;
+    EXPECT_THAT(step.substr(0, second), ::testing::HasSubstr("= scores0;  // this step's scores, done"));
+    EXPECT_THAT(step.substr(second), ::testing::HasSubstr("= scores1;  // this step's scores, done"));
+    const std::string one = step.substr(0, second);
+    EXPECT_THAT(one, ::testing::HasSubstr("copy_async_wait<0>();"));  // the next step's copies, 4 stages
+    const size_t previous = one.find("fa[sl][h] = pp[sl][c][h];"), pv_issued = one.find("wgmma_commit();", previous);
+    const size_t zeroed = one.find("sa[sl][v][h] = 0.0f;"), next = one.find("wgmma_commit();", zeroed);
+    const size_t pv_done = one.find("wgmma_wait<1>();"), exps = one.find("stable_exp_log2(");
+    const size_t rescaled = one.find("] *= factor[sl][h >> 1];"), packed = one.find("pp[sl][c][0] = pack_");
+    const size_t handed = one.find("pstage = stage;"), next_done = one.find("wgmma_wait_all();", handed);
+    ASSERT_NE(next_done, std::string::npos) << one;
+    EXPECT_LT(previous, pv_issued) << one;
+    EXPECT_LT(pv_issued, zeroed) << one;
+    EXPECT_LT(zeroed, next) << one;
+    EXPECT_LT(next, exps) << one;
+    EXPECT_LT(exps, pv_done) << one;
+    EXPECT_LT(pv_done, rescaled) << one;
+    EXPECT_LT(rescaled, packed) << one;
+    EXPECT_LT(packed, handed) << one;
+    EXPECT_THAT(one, ::testing::ContainsRegex(R"(16u \* \(\(stage \+ 1\) % [0-9]+ \* [0-9]+\))"));
+    EXPECT_EQ(one.find("float sc["), std::string::npos) << "the step's scores came with it";
   }
 }
 

@@ -46,6 +46,7 @@ struct Runs {
   int wgmma = 0;     // flash products on Hopper's warpgroup tensor cores
   int wgmma_panels = 0;  // the same, B's ring rows of 256 bytes in two panels
   int pipelined = 0;     // whole steps issuing their scores' products before the last step's P@V
+  int scores_ahead = 0;  // and, of those, issuing the next step's scores (FlashScoresAhead)
 };
 
 // The case's search result run with the chosen schedule split 1, 2 and 8
@@ -106,6 +107,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.wgmma_panels += wgmma && (source->source.find("u + c % 4 * 32u, 1024)") != std::string::npos ||
                                    source->source.find("2048u * c, 1024, ") != std::string::npos);
     runs.pipelined += source->source.find("pstage = stage;") != std::string::npos;
+    runs.scores_ahead += source->source.find("float scores0[") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -299,10 +301,12 @@ TEST(GpuAttention, CausalMatchesTheCpu) {
 
 // The loop of whole steps pipelined (FlashPipelined: each step's scores'
 // products issued before the last step's P@V, which the softmax then
-// runs under; the last P@V after the loop; the ring a step less ahead):
-// query and key tails, causal masks, head dims 64 and 128 (panels). On an
-// sm_90a device the products take wgmma; elsewhere mma.sync in the same
-// order.
+// runs under; the last P@V after the loop; the ring a step less ahead),
+// with 4 stages or more the scores a step ahead (FlashScoresAhead: the
+// next step's scores issued under the softmax, two steps a pass, copies
+// past the block's last step clamped to it): query and key tails, causal
+// masks, head dims 64 and 128 (panels). On an sm_90a device the products
+// take wgmma; elsewhere mma.sync in the same order.
 TEST(GpuAttention, PipelinedWholeStepsMatchTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
@@ -311,6 +315,7 @@ TEST(GpuAttention, PipelinedWholeStepsMatchTheCpu) {
   RunSchedules(*executor, CausalAttentionCase(1, 4, 300, 128, 1500, DType::kBF16), DType::kBF16, 2, runs);
   RunSchedules(*executor, CausalAttentionCase(1, 2, 1000, 64, 1000, DType::kF16), DType::kF16, 2, runs);
   EXPECT_GE(runs.pipelined, 4);
+  EXPECT_GE(runs.scores_ahead, 2);
 }
 
 // Head dim 128 kernels whose K and V rings lie in panels for wgmma (rows
