@@ -123,21 +123,25 @@ void TiledGenerator::EmitFlashWgmmaWait(int mm, const std::string& acc, int pend
   e_.Line("#endif");
 }
 
-bool TiledGenerator::FlashPipelined() const {
+bool TiledGenerator::FlashPipelineable() const {
   // One slab a warp, one group, no fold under the scores' products, and a
   // ring of 3 stages or more (it runs one step less ahead).
-  return flash_.wgmma && flash_.groups == 1 && flash_.warp_slabs == 1 && stages_ >= 3 && LeanLoop() &&
-         DeferredScaleFold() < 0 && FlashPairsB(flash_.pv, FlashOColumns());
+  return flash_.wgmma && flash_.groups == 1 && flash_.warp_slabs == 1 && stages_ >= 3 && DeferredScaleFold() < 0 &&
+         FlashPairsB(flash_.pv, FlashOColumns());
 }
 
-bool TiledGenerator::FlashScoresAhead() const {
+bool TiledGenerator::FlashPipelined() const { return FlashPipelineable() && LeanLoop(); }
+
+bool TiledGenerator::FlashAheadFits() const {
   // The next step's scores beside this step's and O in at most 96
   // registers a thread: head dim 128's O (64) with both (32 each) made
   // causal_prefill's kernel spill at 255 registers (H100: 416 us against
   // 388 pipelined without them).
   const int64_t floats = 4 * flash_.warp_slabs * (2 * FlashColumns() + FlashOColumns());
-  return FlashPipelined() && stages_ >= 4 && floats <= 96;
+  return FlashPipelineable() && stages_ >= 4 && floats <= 96;
 }
+
+bool TiledGenerator::FlashScoresAhead() const { return FlashAheadFits() && LeanLoop(); }
 
 int64_t TiledGenerator::RingAhead() const { return FlashPipelined() ? stages_ - 2 : stages_ - 1; }
 

@@ -149,7 +149,9 @@ class TiledGenerator {
   // 33.8 on an H100 (instruction fetch), where the streaming kernels ran
   // 1-1.7 us slower with it (rmsnorm_linear_bs1 20.4 -> 22.1, gated_mlp_bs8
   // 24.7 -> 25.7; the former spilled) and seed_attention's keys-split
-  // decode 1.1 us slower.
+  // decode 1.1 us slower. Where the scores can run a step ahead
+  // (FlashAheadFits), from 2 steps a block: the pipeline lives in that
+  // loop alone (gqa_bs1's kernel, 4 steps a block: 9.66 -> 9.13 us).
   bool LeanLoop() const;
   // A loop step: its range (k0, kn), its ops, the barrier before the next.
   // With lean_step_, a whole step whose ring copies are whole (the loop
@@ -505,6 +507,10 @@ class TiledGenerator {
   // runs stages - 2 steps ahead (RingAhead): P@V reads the stage of the
   // step before.
   bool FlashPipelined() const;
+  // The conditions of FlashPipelined but the loop of whole steps.
+  bool FlashPipelineable() const;
+  // Whether FlashScoresAhead's registers fit, the loop aside.
+  bool FlashAheadFits() const;
   // Whether that pipeline also issues each whole step's scores a step
   // ahead (FlashAttention-3's full overlap): step j's scores are done when
   // it starts (`sc`); it issues step j - 1's P@V, then step j + 1's scores
