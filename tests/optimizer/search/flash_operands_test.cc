@@ -33,6 +33,16 @@ std::string ChosenLoop(const FusedCase& c, codegen::KernelSource* source) {
   return step == std::string::npos ? "" : source->source.substr(step);
 }
 
+// Each of `needles` found in `text` after the one before it.
+void ExpectInOrder(const std::string& text, const std::vector<std::string>& needles) {
+  size_t at = 0;
+  for (const std::string& needle : needles) {
+    const size_t found = text.find(needle, at);
+    ASSERT_NE(found, std::string::npos) << needle << " after offset " << at << " of\n" << text;
+    at = found + needle.size();
+  }
+}
+
 // The reads of K (given transposed) and V take the lane's address in stage
 // 0 plus the stage's and the k chunk's bytes (known when unrolled): no
 // swizzle and no slot index in the step. Rows 16 apart swizzle alike, in
@@ -250,48 +260,24 @@ TEST(FlashOperands, WholeStepsPipelineTheirProducts) {
       EXPECT_THAT(before, ::testing::HasSubstr("lean_end = ring_whole ? max(step_begin, min(step_end, "));
       EXPECT_THAT(step, ::testing::HasSubstr("copy_async_wait<1>();"));
       EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (step + 2) * "));
-      const size_t scores = step.find("wgmma_commit();"), previous = step.find("fa[sl][h] = pp[sl][c][h];");
-      const size_t pv_issued = step.find("wgmma_commit();", previous), scores_done = step.find("wgmma_wait<1>();");
-      const size_t pv_done = step.find("wgmma_wait_all();", scores_done);
-      const size_t exps = step.find("stable_exp_log2(", scores_done), rescaled = step.find("] *= factor[sl][h >> 1];");
-      const size_t packed = step.find("pp[sl][c][0] = pack_"), handed = step.find("pstage = stage;");
-      ASSERT_NE(handed, std::string::npos) << step;
-      EXPECT_LT(scores, previous) << step;
-      EXPECT_LT(previous, pv_issued) << step;
-      EXPECT_LT(pv_issued, scores_done) << step;
-      EXPECT_LT(scores_done, exps) << step;
-      EXPECT_LT(exps, pv_done) << step;
-      EXPECT_LT(pv_done, rescaled) << step;
-      EXPECT_LT(rescaled, packed) << step;
-      EXPECT_LT(packed, handed) << step;
+      ExpectInOrder(step, {"wgmma_commit();", "fa[sl][h] = pp[sl][c][h];", "wgmma_commit();", "wgmma_wait<1>();",
+                           "stable_exp_log2(", "wgmma_wait_all();", "] *= factor[sl][h >> 1];", "pp[sl][c][0] = pack_",
+                           "pstage = stage;"});
       continue;
     }
     EXPECT_THAT(before, ::testing::HasSubstr("lean_end = opaque(ring_whole ? (step_end <= "));
     EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (min(step + 2, step_end - 1)) * "));
     // A step, each of the two a pass: the first one's.
-    const size_t first = before.find("// the first whole step's x");
-    ASSERT_NE(first, std::string::npos) << before;
-    EXPECT_LT(first, before.find("wgmma_commit_and_wait();", first));
+    ExpectInOrder(before, {"// the first whole step's x", "wgmma_commit_and_wait();"});
     const size_t second = step.find("if (++step == lean_end) break;");
     ASSERT_NE(second, std::string::npos) << step;
     EXPECT_THAT(step.substr(0, second), ::testing::HasSubstr("= scores0;  // this step's scores, done"));
     EXPECT_THAT(step.substr(second), ::testing::HasSubstr("= scores1;  // this step's scores, done"));
     const std::string one = step.substr(0, second);
     EXPECT_THAT(one, ::testing::HasSubstr("copy_async_wait<0>();"));  // the next step's copies, 4 stages
-    const size_t previous = one.find("fa[sl][h] = pp[sl][c][h];"), pv_issued = one.find("wgmma_commit();", previous);
-    const size_t zeroed = one.find("sa[sl][v][h] = 0.0f;"), next = one.find("wgmma_commit();", zeroed);
-    const size_t pv_done = one.find("wgmma_wait<1>();"), exps = one.find("stable_exp_log2(");
-    const size_t rescaled = one.find("] *= factor[sl][h >> 1];"), packed = one.find("pp[sl][c][0] = pack_");
-    const size_t handed = one.find("pstage = stage;"), next_done = one.find("wgmma_wait_all();", handed);
-    ASSERT_NE(next_done, std::string::npos) << one;
-    EXPECT_LT(previous, pv_issued) << one;
-    EXPECT_LT(pv_issued, zeroed) << one;
-    EXPECT_LT(zeroed, next) << one;
-    EXPECT_LT(next, exps) << one;
-    EXPECT_LT(exps, pv_done) << one;
-    EXPECT_LT(pv_done, rescaled) << one;
-    EXPECT_LT(rescaled, packed) << one;
-    EXPECT_LT(packed, handed) << one;
+    ExpectInOrder(one, {"fa[sl][h] = pp[sl][c][h];", "wgmma_commit();", "sa[sl][v][h] = 0.0f;", "wgmma_commit();",
+                        "stable_exp_log2(", "wgmma_wait<1>();", "] *= factor[sl][h >> 1];", "pp[sl][c][0] = pack_",
+                        "pstage = stage;", "wgmma_wait_all();"});
     EXPECT_THAT(one, ::testing::ContainsRegex(R"(16u \* \(\(stage \+ 1\) % [0-9]+ \* [0-9]+\))"));
     EXPECT_EQ(one.find("float sc["), std::string::npos) << "the step's scores came with it";
   }
