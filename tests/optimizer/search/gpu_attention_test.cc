@@ -335,6 +335,24 @@ TEST(GpuAttention, PanelsReadByMmaSyncMatchTheCpu) {
   EXPECT_GE(runs.wgmma_panels, 1);
 }
 
+// The scores a step ahead in their mma.sync form (#else), the one GPUs
+// without wgmma run, compiled for sm_90 where the device is sm_90a: the
+// next step's scores from the next stage into sa, the last step's P@V
+// from pp, two steps a pass. Tails of queries and keys, a causal mask.
+TEST(GpuAttention, ScoresAheadByMmaSyncMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  struct DeviceArch {
+    CudaExecutor& executor;
+    ~DeviceArch() { executor.set_compile_arch(""); }
+  } restore{*executor};
+  if (executor->context().info().arch() == "sm_90a") executor->set_compile_arch("sm_90");
+  Runs runs;
+  RunSchedules(*executor, AttentionCase(2, 200, 64, 4001, DType::kF16), DType::kF16, 2, runs);
+  RunSchedules(*executor, CausalAttentionCase(1, 2, 1000, 64, 1000, DType::kF16), DType::kF16, 2, runs);
+  EXPECT_GE(runs.scores_ahead, 2);
+}
+
 // One slab of query rows, all in the block, against a wide V (MLA's
 // attention over its latent once factored: 16 heads, 256 columns): the
 // flash path with O's columns shared out among the warps, each taking S
