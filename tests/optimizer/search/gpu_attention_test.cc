@@ -52,6 +52,20 @@ struct Runs {
 // The case's search result run with the chosen schedule split 1, 2 and 8
 // ways, then `spread` others (query tiles of 1 to 64 rows with tails, key
 // tiles, splits), each against the CPU reference.
+// While it lives, the executor compiles for sm_90 where the device is
+// sm_90a: kernels run their mma.sync form (#else), the one GPUs without
+// wgmma run.
+class MmaSyncOnHopper {
+ public:
+  explicit MmaSyncOnHopper(CudaExecutor& executor) : executor_(executor) {
+    if (executor_.context().info().arch() == "sm_90a") executor_.set_compile_arch("sm_90");
+  }
+  ~MmaSyncOnHopper() { executor_.set_compile_arch(""); }
+
+ private:
+  CudaExecutor& executor_;
+};
+
 void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int spread, Runs& runs,
                   double budget_seconds = 8, bool one_kernel = false) {
   SearchOptions options;  // the cost model chooses; other schedules are run below
@@ -325,11 +339,7 @@ TEST(GpuAttention, PipelinedWholeStepsMatchTheCpu) {
 TEST(GpuAttention, PanelsReadByMmaSyncMatchTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
-  struct DeviceArch {
-    CudaExecutor& executor;
-    ~DeviceArch() { executor.set_compile_arch(""); }
-  } restore{*executor};
-  if (executor->context().info().arch() == "sm_90a") executor->set_compile_arch("sm_90");
+  const MmaSyncOnHopper mma_sync(*executor);
   Runs runs;
   RunSchedules(*executor, CausalAttentionCase(1, 4, 200, 128, 1000, DType::kF16), DType::kF16, 3, runs);
   EXPECT_GE(runs.wgmma_panels, 1);
@@ -342,11 +352,7 @@ TEST(GpuAttention, PanelsReadByMmaSyncMatchTheCpu) {
 TEST(GpuAttention, ScoresAheadByMmaSyncMatchTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
-  struct DeviceArch {
-    CudaExecutor& executor;
-    ~DeviceArch() { executor.set_compile_arch(""); }
-  } restore{*executor};
-  if (executor->context().info().arch() == "sm_90a") executor->set_compile_arch("sm_90");
+  const MmaSyncOnHopper mma_sync(*executor);
   Runs runs;
   RunSchedules(*executor, AttentionCase(2, 200, 64, 4001, DType::kF16), DType::kF16, 2, runs);
   RunSchedules(*executor, CausalAttentionCase(1, 2, 1000, 64, 1000, DType::kF16), DType::kF16, 2, runs);
