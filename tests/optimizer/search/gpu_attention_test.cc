@@ -49,9 +49,6 @@ struct Runs {
   int scores_ahead = 0;  // and, of those, issuing the next step's scores (FlashScoresAhead)
 };
 
-// The case's search result run with the chosen schedule split 1, 2 and 8
-// ways, then `spread` others (query tiles of 1 to 64 rows with tails, key
-// tiles, splits), each against the CPU reference.
 // While it lives, the executor compiles for sm_90 where the device is
 // sm_90a: kernels run their mma.sync form (#else), the one GPUs without
 // wgmma run.
@@ -66,6 +63,9 @@ class MmaSyncOnHopper {
   CudaExecutor& executor_;
 };
 
+// The case's search result run with the chosen schedule split 1, 2 and 8
+// ways, then `spread` others (query tiles of 1 to 64 rows with tails, key
+// tiles, splits), each against the CPU reference.
 void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int spread, Runs& runs,
                   double budget_seconds = 8, bool one_kernel = false) {
   SearchOptions options;  // the cost model chooses; other schedules are run below
