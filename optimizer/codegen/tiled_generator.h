@@ -1,12 +1,15 @@
 // The code generator for graph-defined blocks, shared by its source files:
-// tiled_gen.cc (planning, the tile ops, phases and stores), tiled_load.cc
-// (reading input tiles), tiled_matmul.cc and tiled_direct.cc (products),
-// tiled_flash.cc (attention's scores, softmax and P@V in registers),
-// tiled_fragment_epilogue.cc (outputs computed from tensor-core fragments),
-// tiled_register_sum.cc (sums kept in registers), tiled_stable_exp.cc (the
-// online softmax), tiled_split.cc (split loops' hand-over) and
-// tiled_packed_a.cc (A's fragments packed before the loop); the plans in
-// tiled_plans.h. Internal to optimizer/codegen.
+// tiled_gen.cc (the tile ops, phases and the loop), tiled_plan.cc (layout
+// and planning), tiled_load.cc (reading input tiles), tiled_matmul.cc and
+// tiled_direct.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc
+// (attention's scores, softmax and P@V in registers; Hopper's products and
+// their pipeline), tiled_fragment_epilogue.cc (outputs computed from
+// tensor-core fragments), tiled_register_sum.cc (sums kept in registers),
+// tiled_stable_exp.cc (the online softmax), tiled_fold.cc (row folds),
+// tiled_split.cc (split loops' hand-over), tiled_store.cc (the outputs'
+// stores) and tiled_packed_a.cc (A's fragments packed before the loop);
+// the plans in tiled_plans.h, tile shapes and occupancy in
+// tiled_shapes.h. Internal to optimizer/codegen.
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 
@@ -23,6 +26,7 @@
 #include "optimizer/codegen/emitter.h"
 #include "optimizer/codegen/generate.h"
 #include "optimizer/codegen/tiled_plans.h"
+#include "optimizer/codegen/tiled_shapes.h"
 #include "optimizer/tile_analysis.h"
 #include "optimizer/ugraph.h"
 
@@ -34,49 +38,6 @@ using ugraph::TileInfo;
 using ugraph::TileOp;
 using Source = TileAxis::Source;
 using codegen::MatmulPath;
-
-inline bool IsFloatStorage(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
-}
-
-inline std::vector<int64_t> Sizes(const TileInfo& t) {
-  std::vector<int64_t> sizes;
-  for (const TileAxis& a : t.axes) sizes.push_back(a.size);
-  return sizes;
-}
-
-inline std::vector<int> RowMajorOrder(size_t rank) {
-  std::vector<int> order(rank);
-  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int>(d);
-  return order;
-}
-
-inline int64_t Product(const std::vector<int64_t>& sizes, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t d = begin; d < end; ++d) n *= sizes[d];
-  return n;
-}
-
-// Row-major index of `coords` (int expressions) in a tile of `sizes`.
-inline std::string RowMajor(const std::vector<int64_t>& sizes, const std::vector<std::string>& coords) {
-  std::string out;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    const int64_t stride = Product(sizes, d + 1, sizes.size());
-    const std::string term = stride == 1 ? coords[d] : absl::StrCat(coords[d], " * ", stride);
-    absl::StrAppend(&out, out.empty() ? "" : " + ", term);
-  }
-  return out.empty() ? "0" : out;
-}
-
-// Blocks of `threads` threads an SM holds at once, given the shared memory
-// and registers (per thread) each needs: what a kernel's launch bounds ask.
-inline int64_t BlocksPerSm(int64_t threads, int64_t shared_bytes, int64_t registers) {
-  constexpr int64_t kSharedPerSm = 228 * 1024, kReservedPerBlock = 1024, kRegistersPerSm = 65536;
-  const int64_t rounded = (registers + 7) / 8 * 8;
-  return std::max<int64_t>(1, std::min<int64_t>({1024 / threads, kSharedPerSm / (shared_bytes + kReservedPerBlock),
-                                                 kRegistersPerSm / (threads * rounded)}));
-}
 
 class TiledGenerator {
  public:
