@@ -460,9 +460,10 @@ void TiledGenerator::EmitRingWhole() {
 void TiledGenerator::EmitWaitForPriorGrid() {
   e_.Open("if (!waited)");
   if (StreamsAhead()) {
-    e_.Linef("// the first ", stages_ - 1, " steps' whole copies into L2 while the kernel before finishes");
+    const int64_t prefetched = std::min(stages_ - 1, kPrefetchedSteps);
+    e_.Linef("// the first ", prefetched, " steps' whole copies into L2 while the kernel before finishes");
     e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int j = 0; j < ", stages_ - 1, "; ++j)"));
+    e_.Open(absl::StrCat("for (int j = 0; j < ", prefetched, "; ++j)"));
     EmitStepRange("kr", "knr", "step_begin + j", /*guarded=*/true);
     loop_start_ = "kr";
     e_.Open(absl::StrCat("if (ring_whole && knr == ", b_.forloop.tile, ")"));

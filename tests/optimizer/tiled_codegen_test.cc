@@ -273,6 +273,39 @@ TEST(TiledCodegen, RingStagesCountOnlyTheBlocksTheGridGivesAnSm) {
   EXPECT_THAT(many->source, ::testing::HasSubstr("// 3 stages of 1024 vectors"));
 }
 
+TEST(TiledCodegen, AStreamingLoopTakesAFifthStageWhereTwoOfItsBlocksStillFitAnSm) {
+  // rmsnorm_linear_bs8's schedule: 96 blocks (one an SM), 32 steps of a
+  // 128 x 64 weight tile and 16 rows of X. 5 stages of 20 KiB still leave
+  // room for a second block an SM (the next kernel's, launched early).
+  const Tiles tiles{.m = 16, .k = 128, .n = 64};
+  const KernelGraph bs8 = RmsNormLinear(DType::kF16, 16, 4096, 6144, tiles);
+  absl::StatusOr<codegen::KernelSource> source = Generate(bs8);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::HasSubstr("// 5 stages of 1024 vectors"));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("copy_async_wait<3>();"));
+  EXPECT_THAT(source->source, ::testing::HasSubstr("if (step == step_end - 5) launch_dependents();"));
+  EXPECT_EQ(source->min_blocks, 2);
+  ExpectCompiles(bs8);
+  // So does GpuTiledCodegen's odd shape (K's last step one row), which
+  // runs it against the CPU.
+  source = Generate(RmsNormLinear(DType::kF16, 3, 4097, 127));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::HasSubstr("// 5 stages of 512 vectors"));
+  // Four where the grid gives an SM more than one block (256 blocks)...
+  source = Generate(RmsNormLinear(DType::kF16, 16, 4096, 4 * 4096, tiles));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::HasSubstr("// 4 stages of 1024 vectors"));
+  // ... where the loop is too short to stream (16 steps)...
+  source = Generate(RmsNormLinear(DType::kF16, 16, 2048, 6144, tiles));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::HasSubstr("// 4 stages of 1024 vectors"));
+  // ... and where 5 stages would leave room for one block an SM
+  // (gated_mlp_bs8's two weight tiles: 5 x 34 KiB).
+  source = Generate(GatedMlp(DType::kF16, 8, 4096, 4096, {.m = 8, .k = 128, .n = 64}));
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(source->source, ::testing::HasSubstr("// 4 stages of 1024 vectors"));
+}
+
 TEST(TiledCodegen, NarrowWeightTilesRunOnTensorCoresThroughASwizzledRing) {
   // LoRA with all 16 rows a block and 32 columns: W's ring rows are 4
   // vectors, A's (rank 16) 2. Both products run on tensor cores, their
@@ -494,7 +527,7 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   ASSERT_TRUE(source.ok()) << source.status();
   const std::string& code = source->source;
   // X and the weight tile arrive by 16-byte asynchronous copies into a
-  // swizzled ring (read by ldmatrix), 3 steps ahead; steps past the
+  // swizzled ring (read by ldmatrix), 4 steps ahead; steps past the
   // block's last copy nothing.
   EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring1[issue_stage * 512 + ((l) ^ ((l) / 8 & 7))]"));
   EXPECT_THAT(code, ::testing::HasSubstr("copy_async16(&ring0[issue_stage * 128 + ((l) ^ ((l) / 8 & 7))]"));
@@ -531,21 +564,22 @@ TEST(TiledCodegen, RmsNormLinearStreamsWeightsAndSumsProductsInPlace) {
   ASSERT_NE(loop, std::string::npos);
   ASSERT_NE(after, std::string::npos);
   const std::string body = code.substr(loop, after - loop);
-  EXPECT_THAT(body, ::testing::HasSubstr("copy_async_wait<2>();\n        __syncthreads();"));
+  EXPECT_THAT(body, ::testing::HasSubstr("copy_async_wait<3>();\n        __syncthreads();"));
   EXPECT_EQ(body.find("__syncthreads()"), body.rfind("__syncthreads()"));
   EXPECT_EQ(source->threads, 256);
-  // 4 stages of 10 KiB leave room for 4 blocks an SM. The steps in flight
-  // count toward the cost model's bytes in flight.
-  EXPECT_THAT(code, ::testing::HasSubstr("4 stages of 512 vectors"));
+  // A streaming loop with one block an SM from its grid (64 blocks): 5
+  // stages of 10 KiB, which leave room for 4 blocks an SM. The steps in
+  // flight count toward the cost model's bytes in flight.
+  EXPECT_THAT(code, ::testing::HasSubstr("5 stages of 512 vectors"));
   EXPECT_EQ(source->min_blocks, 4);
-  EXPECT_EQ(source->inflight_bytes, 3 * (128 + 512) * 16);
+  EXPECT_EQ(source->inflight_bytes, 4 * (128 + 512) * 16);
   EXPECT_EQ(source->matmul_path, codegen::MatmulPath::kTensorCores);
 }
 
 // A loop of many steps (not the flash path) fetches its first steps into
-// L2 before it waits for the kernel before, and lets the kernel after it
-// launch a ring's length before its end; a short loop lets it launch at
-// once and prefetches nothing.
+// L2 before it waits for the kernel before (3, of a ring of 5 stages), and
+// lets the kernel after it launch a ring's length before its end; a short
+// loop lets it launch at once and prefetches nothing.
 TEST(TiledCodegen, AStreamingLoopPrefetchesBeforeItWaitsAndTriggersNearItsEnd) {
   absl::StatusOr<codegen::KernelSource> source = Generate(RmsNormLinear(DType::kF16, 1, 4096, 4096));
   ASSERT_TRUE(source.ok()) << source.status();
@@ -557,12 +591,13 @@ TEST(TiledCodegen, AStreamingLoopPrefetchesBeforeItWaitsAndTriggersNearItsEnd) {
   EXPECT_THAT(before, ::testing::HasSubstr("for (int j = 0; j < 3; ++j)"));
   EXPECT_THAT(before, ::testing::HasSubstr("prefetch_l2(p.t[0], "));
   EXPECT_THAT(before, ::testing::HasSubstr("prefetch_l2(p.t[1], "));
-  EXPECT_THAT(code.substr(loop), ::testing::HasSubstr("if (step == step_end - 4) launch_dependents();"));
+  EXPECT_THAT(code, ::testing::HasSubstr("5 stages of 512 vectors"));
+  EXPECT_THAT(code.substr(loop), ::testing::HasSubstr("if (step == step_end - 5) launch_dependents();"));
   EXPECT_EQ(code.find("launch_dependents();"), code.rfind("launch_dependents();"));
   // The accumulators are zeroed before the wait too (shared memory only);
   // after it, the ring's first copies go out at once.
   EXPECT_THAT(before, ::testing::HasSubstr("[l] = 0.0f;"));
-  const size_t prologue = code.find("// the first 3 steps' vector tiles, copied asynchronously into the ring");
+  const size_t prologue = code.find("// the first 4 steps' vector tiles, copied asynchronously into the ring");
   ASSERT_NE(prologue, std::string::npos);
   EXPECT_EQ(code.substr(wait, prologue - wait).find("__syncthreads();"), std::string::npos)
       << code.substr(wait, prologue - wait);
