@@ -124,26 +124,63 @@ void TiledGenerator::EmitFlashWgmmaWait(int mm, const std::string& acc, int pend
 }
 
 bool TiledGenerator::FlashPipelineable() const {
-  // One slab a warp, one group, no fold under the scores' products, and a
-  // ring of 3 stages or more (it runs one step less ahead).
-  return flash_.wgmma && flash_.groups == 1 && flash_.warp_slabs == 1 && stages_ >= 3 && DeferredScaleFold() < 0 &&
-         FlashPairsB(flash_.pv, FlashOColumns());
+  // One slab a warp, one group, and a ring of 3 stages or more (it runs
+  // one step less ahead); a fold under the scores' products only where
+  // the scores run a step ahead (FoldAhead).
+  if (!flash_.wgmma || flash_.groups != 1 || flash_.warp_slabs != 1 || stages_ < 3) return false;
+  return FlashPairsB(flash_.pv, FlashOColumns()) && (DeferredScaleFold() < 0 || AheadRegistersFit());
 }
 
 bool TiledGenerator::FlashPipelined() const { return FlashPipelineable() && LeanLoop(); }
 
-bool TiledGenerator::FlashAheadFits() const {
+bool TiledGenerator::AheadRegistersFit() const {
   // The next step's scores beside this step's and O in at most 96
   // registers a thread: head dim 128's O (64) with both (32 each) made
   // causal_prefill's kernel spill at 255 registers (H100, hand-timed: 411
   // us against 404 pipelined without them; the bench 416 against 388).
   const int64_t floats = 4 * flash_.warp_slabs * (2 * FlashColumns() + FlashOColumns());
-  return FlashPipelineable() && stages_ >= 4 && floats <= 96;
+  return stages_ >= 4 && floats <= 96;
 }
+
+bool TiledGenerator::FlashAheadFits() const { return FlashPipelineable() && AheadRegistersFit(); }
 
 bool TiledGenerator::FlashScoresAhead() const { return FlashAheadFits() && LeanLoop(); }
 
 int64_t TiledGenerator::RingAhead() const { return FlashPipelined() ? stages_ - 2 : stages_ - 1; }
+
+int TiledGenerator::FoldAhead() const {
+  // (Plan asks before LeanLoop can: the scales' tile is doubled wherever
+  // the registers fit.)
+  return DeferredScaleFold() >= 0 && FlashAheadFits() ? matmuls_[flash_.scores].b_scale : -1;
+}
+
+std::string TiledGenerator::FoldAheadHalf(const std::string& step) const {
+  const int scales = matmuls_[flash_.scores].b_scale;
+  return absl::StrCat(Buffer(scales), " + (", step, " & 1) * ", tiles_[scales].padded_floats());
+}
+
+void TiledGenerator::EmitFoldAhead(const std::string& step, const std::string& stage) {
+  // The fold reads `stage` and writes its scales' tile: both names stand
+  // for the given step's here. No barrier follows: the half it writes is
+  // read after the barrier that starts the next step (or the loop), and
+  // was last read before the one that started this step.
+  const int fold = DeferredScaleFold(), scales = matmuls_[flash_.scores].b_scale;
+  e_.Linef("// x", scales, " for step ", step, " (FoldAhead): folded from its stage into the half of x", scales,
+           " for its parity");
+  e_.Open("");
+  e_.Linef("const int fold_stage = ", stage, ";");
+  e_.Linef("float* const fold_half = ", FoldAheadHalf(step), ";");
+  e_.Open("");
+  e_.Line("const int stage = fold_stage;");
+  e_.Linef("float* const ", Buffer(scales), " = fold_half;");
+  const std::map<int, bool> dirty = dirty_;
+  const bool wrote = step_wrote_;
+  EmitReduce(fold);
+  dirty_ = dirty;
+  step_wrote_ = wrote;
+  e_.Close();
+  e_.Close();
+}
 
 int64_t TiledGenerator::registers() const {
   return registers_ + (FlashScoresAhead() ? 4 * flash_.warp_slabs * FlashColumns() : 0);
@@ -165,6 +202,7 @@ void TiledGenerator::EmitFlashScoresPrologue() {
   OpenFlashWarps();
   DeclareFlashOffsets(flash_.scores, sn, FlashScoresFirst());
   EmitFlashScores("scores0", /*wait=*/true, "0");
+  if (FoldAhead() >= 0) EmitFoldAhead("step_begin", "0");
   CloseFlashWarps();
   e_.Close();
   e_.Close();

@@ -136,8 +136,7 @@ class TiledGenerator {
   // streaming kernel needs, leaving room for a second block on the SM),
   // more room where a step's tiles are large.
   static constexpr int64_t kRingBytes = 96 * 1024, kLargeRingBytes = 192 * 1024;
-  // The most stages (Plan: only a streaming loop takes more than 4), and
-  // the most steps a streaming loop asks L2 for before its wait.
+  // The most stages (5: only a streaming loop, Plan) and steps it prefetches into L2 before its wait.
   static constexpr int64_t kStreamingStages = 5, kPrefetchedSteps = 3;
   void PlanRing(int64_t max_stages, int64_t ring_bytes, int64_t* loop_registers);
   // What decides the contents of input i's ring slots (tensor, dtype,
@@ -332,7 +331,6 @@ class TiledGenerator {
   std::string Buffer(int i) const { return absl::StrCat("x", i); }
   std::string Raw(int i) const { return absl::StrCat("raw", i); }
 
-
   Emitter& e_;
   const BlockGraph& b_;
   std::vector<TileInfo> tiles_;
@@ -476,6 +474,7 @@ class TiledGenerator {
   bool FlashPipelineable() const;
   // Whether FlashScoresAhead's registers fit, the loop aside.
   bool FlashAheadFits() const;
+  bool AheadRegistersFit() const;  // its register rule alone (and 4 stages or more)
   // Whether that pipeline also issues each whole step's scores a step
   // ahead (FlashAttention-3's full overlap): step j's scores are done when
   // it starts (`sc`); it issues step j - 1's P@V, then step j + 1's scores
@@ -515,6 +514,13 @@ class TiledGenerator {
   // products overlap; -1 where it is emitted in op order (no wgmma, or
   // warps that idle through the step, which cannot take its barrier).
   int DeferredScaleFold() const;
+  // The scales' tile where that fold runs a step ahead with the scores
+  // (FlashAheadFits), else -1: a whole step folds the next step's K into
+  // the half of the doubled tile for that step's parity (FoldAheadHalf),
+  // with no barrier of its own; the prologue folds the first step.
+  int FoldAhead() const;
+  std::string FoldAheadHalf(const std::string& step) const;
+  void EmitFoldAhead(const std::string& step, const std::string& stage);
   // Whether flash product mm is the scores with B's columns scaled (then on the scores, not B).
   bool ScalesFlashScores(int mm) const;
   // Whether flash product mm reads B two columns of tiles per ldmatrix.

@@ -208,6 +208,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   // So do tiles computed after the loop (attention's output, O / l): the
   // ring is done with then (EmitBlockBody's barrier after the loop).
   const std::vector<bool> before_only = BeforeLoopOnly();
+  const int doubled = FoldAhead();  // a tile in two halves, by step parity
   std::vector<int> in_ring_space, after_in_ring_space;
   for (size_t i = 0; i < n; ++i) {
     const bool input = b_.tile_ops[i].kind == TileOp::Kind::kInput;
@@ -222,7 +223,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
       continue;
     }
     offsets_[i] = buffers_;
-    buffers_ += tiles_[i].padded_floats();
+    buffers_ += tiles_[i].padded_floats() * (static_cast<int>(i) == doubled ? 2 : 1);
   }
   flash_.a_offset = FlashSharedAFloats() > 0 ? buffers_ : -1;
   buffers_ += FlashSharedAFloats();

@@ -180,41 +180,81 @@ TEST(FlashOperands, ProductsTakeWgmmaOnHopper) {
       if (nvrtc.ok() && (wgmma <= 2 || (grouped && grouped_wgmma == 1))) ExpectCompilesForHopper(**nvrtc, kernel);
     }
     EXPECT_GE(wgmma, 1);
-    if (k.c.name == AttentionCase(2, 256, 64, 4096).name) EXPECT_GE(grouped_wgmma, 1);
+    if (k.c.name == AttentionCase(2, 256, 64, 4096).name) {
+      EXPECT_GE(grouped_wgmma, 1);
+    }
   }
 }
 
-// With the scores taken by wgmma and every warp in the flash step
-// (qknorm_gqa_bs8's kernel on the H100: 4 warps, 64 rows, 4-way split), K's
-// fold, its barrier and the scales' rsqrt come between issuing the scores'
-// products and waiting for them, so they overlap; the scores are scaled
-// after the wait. It compiles for sm_90a.
+// With the scores taken by wgmma and every warp in the flash step, K's
+// fold (QK-norm) runs under the scores' products. Head dim 128 (4 warps,
+// 64 rows, 4-way split): the deferred form, the fold, its barrier and the
+// scales' rsqrt between issuing the step's scores and waiting for them,
+// the scores scaled after the wait. Head dim 64 (qknorm_gqa_bs8's
+// schedule), where the scores run a step ahead: the fold runs a step
+// ahead too (FoldAhead): after P is packed, under the next step's
+// scores' products, the next step's K from the next stage is folded into
+// the half of the scales' tile for that step's parity; the step scales its
+// scores by its own half, and takes no barrier but the one after the
+// ring's wait; the prologue folds the first step. Both compile for sm_90a.
 TEST(FlashOperands, QkNormFoldRunsWhileTheScoresWgmmaDoes) {
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
-  const FusedCase c = QkNormAttentionCase(16, 256, 64, 4096, DType::kF16);
-  SearchOptions options;
-  options.budget_seconds = 8;
-  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
-  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-  const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
-    bool tiles = true;  // 64 queries a block, 64 keys a step
-    for (size_t k = 0; k < s.map.size(); ++k) {
-      const bool rows_or_keys = c.region.class_size[k] == Dim(256) || c.region.class_size[k] == Dim(4096);
-      tiles &= !rows_or_keys || s.tile[k] == 64;
+  for (const int64_t head_dim : {128, 64}) {
+    SCOPED_TRACE(head_dim);
+    const FusedCase c = QkNormAttentionCase(16, 256, head_dim, 4096, DType::kF16);
+    SearchOptions options;
+    options.budget_seconds = 8;
+    SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+    ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+    const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
+      bool tiles = true;  // 64 queries a block, 64 keys a step
+      for (size_t k = 0; k < s.map.size(); ++k) {
+        const bool rows_or_keys = c.region.class_size[k] == Dim(256) || c.region.class_size[k] == Dim(4096);
+        tiles &= !rows_or_keys || s.tile[k] == 64;
+      }
+      return tiles && s.threads == 128 && s.loop_split == 4;
+    });
+    const size_t step = source.source.find("for (; step < lean_end; ++step) {");
+    ASSERT_NE(step, std::string::npos) << source.source;
+    const std::string loop = source.source.substr(step);
+    if (head_dim == 128) {
+      EXPECT_EQ(loop.find("(FoldAhead)"), std::string::npos) << loop;
+      const size_t issued = loop.find("wgmma_commit();"), fold = loop.find("halving shuffles");
+      ASSERT_NE(issued, std::string::npos) << loop;
+      EXPECT_LT(issued, fold) << loop;
+      const size_t barrier = loop.find("__syncthreads();", fold), wait = loop.find("wgmma_wait_all();", fold);
+      EXPECT_LT(fold, barrier) << loop;
+      EXPECT_LT(barrier, wait) << loop;
+      EXPECT_LT(wait, loop.find("times their scales", fold)) << loop;
+    } else {
+      const std::string before = source.source.substr(0, step);
+      EXPECT_THAT(before, ::testing::HasSubstr("x14 for step step_begin (FoldAhead)"));
+      const size_t rest = loop.find("// the rest: tails");
+      ASSERT_NE(rest, std::string::npos) << loop;
+      const std::string whole = loop.substr(0, rest);
+      const size_t next = whole.find("// the next step's x17");
+      const size_t fold = whole.find("x14 for step (step + 1) (FoldAhead)");
+      ASSERT_NE(next, std::string::npos) << whole;
+      ASSERT_NE(fold, std::string::npos) << whole;
+      EXPECT_LT(whole.find("wgmma_commit();", next), fold) << whole;
+      EXPECT_THAT(whole.substr(fold), ::testing::HasSubstr("const int fold_stage = (stage + 1) % 4;"));
+      EXPECT_THAT(whole.substr(fold), ::testing::HasSubstr("float* const fold_half = x14 + ((step + 1) & 1) * 64;"));
+      // After the step's own scores are scaled and P packed, before the
+      // wait for the next scores.
+      EXPECT_LT(whole.find("const float* const bs = (x14 + (step & 1) * 64) + (0 + v) * 8 + t2;"), fold) << whole;
+      EXPECT_LT(whole.find("pp[sl][c][3] = pack_f16x2("), fold) << whole;
+      EXPECT_LT(fold, whole.find("pstage = stage;")) << whole;
+      EXPECT_LT(whole.find("pstage = stage;"), whole.find("wgmma_wait_all();", fold)) << whole;
+      // One barrier a step (two steps a pass): the ring's.
+      size_t barriers = 0;
+      for (size_t at = whole.find("__syncthreads();"); at != std::string::npos;
+           at = whole.find("__syncthreads();", at + 1)) {
+        ++barriers;
+      }
+      EXPECT_EQ(barriers, 2u) << whole;
     }
-    return tiles && s.threads == 128 && s.loop_split == 4;
-  });
-  const size_t step = source.source.find("for (; step < lean_end; ++step) {");
-  ASSERT_NE(step, std::string::npos) << source.source;
-  const std::string loop = source.source.substr(step);
-  const size_t issued = loop.find("wgmma_commit();"), fold = loop.find("halving shuffles");
-  ASSERT_NE(issued, std::string::npos) << loop;
-  EXPECT_LT(issued, fold) << loop;
-  const size_t barrier = loop.find("__syncthreads();", fold), wait = loop.find("wgmma_wait_all();", fold);
-  EXPECT_LT(fold, barrier) << loop;
-  EXPECT_LT(barrier, wait) << loop;
-  EXPECT_LT(wait, loop.find("times their scales", fold)) << loop;
-  if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+  }
 }
 
 // Where the loop has whole steps enough and a ring of 3 stages or more,

@@ -5,6 +5,7 @@
 // maxes), odd shapes included; outputs poisoned first (GraphRunner).
 #include <array>
 #include <functional>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -357,6 +358,30 @@ TEST(GpuAttention, ScoresAheadByMmaSyncMatchTheCpu) {
   RunSchedules(*executor, AttentionCase(2, 200, 64, 4001, DType::kF16), DType::kF16, 2, runs);
   RunSchedules(*executor, CausalAttentionCase(1, 2, 1000, 64, 1000, DType::kF16), DType::kF16, 2, runs);
   EXPECT_GE(runs.scores_ahead, 2);
+}
+
+// QK-norm's fold a step ahead (FoldAhead: each whole step folds the next
+// step's K into the other half of the scales' tile, the prologue the
+// first step's): the first, middle and last such variant of the chosen
+// schedule, at odd shapes (a tail of queries and of keys, f16 and bf16),
+// by wgmma on an sm_90a device and, compiled for sm_90, by mma.sync.
+TEST(GpuAttention, QkNormFoldAheadMatchesTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  const auto fold_ahead = [](const codegen::KernelSource& k) {
+    return k.source.find("(FoldAhead)") != std::string::npos;
+  };
+  for (const bool mma_sync : {false, true}) {
+    std::optional<MmaSyncOnHopper> hopper;
+    if (mma_sync) hopper.emplace(*executor);
+    for (const FusedCase& c : {QkNormAttentionCase(2, 200, 64, 4001, DType::kF16),
+                               QkNormAttentionCase(3, 127, 64, 1000, DType::kBF16)}) {
+      SCOPED_TRACE(c.name + (mma_sync ? " mma.sync" : ""));
+      // (bf16's 8-bit mantissa: the tolerance of the other bf16 tests.)
+      const double tolerance = c.output.dtype() == DType::kBF16 ? 2e-2 : 1e-2;
+      EXPECT_GE(RunPickedVariants(*executor, c, tolerance, fold_ahead), 2);
+    }
+  }
 }
 
 // One slab of query rows, all in the block, against a wide V (MLA's
