@@ -664,11 +664,15 @@ absl::Status TiledGenerator::Generate() {
   return absl::OkStatus();
 }
 
+int64_t TiledGenerator::BlockSteps() const {
+  if (b_.forloop.extent.rank() != 1 || !b_.forloop.extent[0].is_concrete()) return 0;
+  const int64_t tile = b_.forloop.tile, steps = (b_.forloop.extent[0].value() + tile - 1) / tile;
+  return (steps + b_.loop_split - 1) / std::max<int64_t>(1, b_.loop_split);
+}
+
 bool TiledGenerator::LeanLoop() const {
   if (stages_ == 0 || RegisterPrefetch() || flash_.pv < 0 || flash_.keys_split) return false;
-  if (b_.forloop.extent.rank() != 1 || !b_.forloop.extent[0].is_concrete()) return false;
-  const int64_t tile = b_.forloop.tile, steps = (b_.forloop.extent[0].value() + tile - 1) / tile;
-  const int64_t share = (steps + b_.loop_split - 1) / std::max<int64_t>(1, b_.loop_split);
+  const int64_t share = BlockSteps();
   return share >= 4 * (stages_ - 1) || (share >= 2 && FlashAheadFits());
 }
 

@@ -114,6 +114,7 @@ class TiledGenerator {
   // (FlashAheadFits), from 2 steps a block: the pipeline lives in that
   // loop alone (gqa_bs1's kernel, 4 steps a block: 9.66 -> 9.13 us).
   bool LeanLoop() const;
+  int64_t BlockSteps() const;  // a block's share of a concrete loop's steps (one axis); else 0
   // A loop step: its range (k0, kn), its ops, the barrier before the next.
   // With lean_step_, a whole step whose ring copies are whole (the loop
   // of whole steps, Generate): kn is the tile, and the copies unchecked.
@@ -472,8 +473,7 @@ class TiledGenerator {
   bool FlashPipelined() const;
   // The conditions of FlashPipelined but the loop of whole steps.
   bool FlashPipelineable() const;
-  // Whether FlashScoresAhead's registers fit, the loop aside.
-  bool FlashAheadFits() const;
+  bool FlashAheadFits() const;  // whether FlashScoresAhead's registers fit, the loop aside
   bool AheadRegistersFit() const;  // its register rule alone (and 4 stages or more)
   // Whether that pipeline also issues each whole step's scores a step
   // ahead (FlashAttention-3's full overlap): step j's scores are done when

@@ -480,10 +480,7 @@ void TiledGenerator::EmitWaitForPriorGrid() {
 
 bool TiledGenerator::StreamsAhead() const {
   if (stages_ == 0 || flash_.pv >= 0) return false;
-  if (b_.forloop.extent.rank() != 1 || !b_.forloop.extent[0].is_concrete()) return false;
-  const int64_t tile = b_.forloop.tile, steps = (b_.forloop.extent[0].value() + tile - 1) / tile;
-  const int64_t share = (steps + b_.loop_split - 1) / std::max<int64_t>(1, b_.loop_split);
-  return share >= 4 * stages_;
+  return BlockSteps() >= 4 * stages_;
 }
 
 void TiledGenerator::EmitRingPrologue() {

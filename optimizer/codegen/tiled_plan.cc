@@ -33,11 +33,9 @@ absl::Status TiledGenerator::Plan() {
       const absl::Status layout = PlanLayout(max_stages, ring_bytes);
       grouped |= flash_.groups > 1;
       if (!layout.ok() || stages_ < max_stages) continue;
-      if (stages_ > 4 &&
-          (grid_per_sm > 1 || !StreamsAhead() || BlocksPerSm(b_.threads, shared_bytes(), registers_) < 2)) {
-        continue;
-      }
-      const int64_t score = (stages_ - 1) * std::min(grid_per_sm, BlocksPerSm(b_.threads, shared_bytes(), registers_));
+      const int64_t per_sm = BlocksPerSm(b_.threads, shared_bytes(), registers_);
+      if (stages_ > 4 && (grid_per_sm > 1 || !StreamsAhead() || per_sm < 2)) continue;
+      const int64_t score = (stages_ - 1) * std::min(grid_per_sm, per_sm);
       if (score >= best_score) {
         best = max_stages;
         best_bytes = ring_bytes;

@@ -295,7 +295,7 @@ TEST(TiledCodegen, AStreamingLoopTakesAFifthStageWhereTwoOfItsBlocksStillFitAnSm
   source = Generate(RmsNormLinear(DType::kF16, 16, 4096, 4 * 4096, tiles));
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_THAT(source->source, ::testing::HasSubstr("// 4 stages of 1024 vectors"));
-  // ... where the loop is too short to stream (16 steps)...
+  // ... where the loop is too short to stream with 5 (16 steps: 20 needed)...
   source = Generate(RmsNormLinear(DType::kF16, 16, 2048, 6144, tiles));
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_THAT(source->source, ::testing::HasSubstr("// 4 stages of 1024 vectors"));
