@@ -716,22 +716,26 @@ void TiledGenerator::EmitFlashFlush() {
   e_.Linef("if (r >= ", pv.rows, ") continue;");
   e_.Line("#pragma unroll");
   const std::string first = flash_.cols_split ? absl::StrCat("(", FlashOFirst(), " + v)") : "v";
-  e_.Linef("for (int v = 0; v < ", FlashOColumns(), "; ++v) for (int q = 0; q < 2; ++q) ", Buffer(out), "[r * ",
-           pv.cols, " + ", first, " * 8 + t2 + q] = o", flash_.pv, "[sl][v][2 * h + q];");
+  const std::string at = absl::StrCat(FlushTarget(out), " + r * ", pv.cols, " + ", first, " * 8 + t2");
+  const std::string o = absl::StrCat("o", flash_.pv, "[sl][v][2 * h");
+  const bool direct = FlashPartialsDirect();  // to the workspace, 8 bytes a store
+  e_.Linef("for (int v = 0; v < ", FlashOColumns(), "; ++v) ",
+           direct ? absl::StrCat("*reinterpret_cast<float2*>(", at, ") = make_float2(", o, "], ", o, " + 1]);")
+                  : absl::StrCat("for (int q = 0; q < 2; ++q) (", at, ")[q] = ", o, " + q];"));
   // (Every warp has the rows' max and sum: warp 0 writes them.)
   e_.Open(flash_.cols_split ? "if ((lane & 3) == 0 && warp == 0)" : "if ((lane & 3) == 0)");
   if (flash_.sum >= 0) {
     const TileInfo& sums = tiles_[fused_into_[flash_.sum]];
-    e_.Linef(Buffer(fused_into_[flash_.sum]), "[", RowMajor(Sizes(sums), RowCoords(sums, "r")), "] = total;");
+    e_.Linef(FlushTarget(fused_into_[flash_.sum]), "[", RowMajor(Sizes(sums), RowCoords(sums, "r")), "] = total;");
   }
-  e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")),
-           "] = run_max[sl][h];");
+  e_.Linef(FlushTarget(-1), "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")), "] = run_max[sl][h];");
   e_.Close();
   e_.Close();
   e_.Close();
   if (flash_.groups > 1) e_.Close();
   CloseFlashWarps();
   e_.Close();
+  if (direct) return;
   Wrote(out, false);
   if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], false);
 }

@@ -493,6 +493,10 @@ absl::Status TiledGenerator::Generate() {
     }
   }
   const auto count = [&](const ugraph::LaunchDim& d) { return BlockCount(e_, d); };
+  std::string point = "0";  // a split loop's grid point: its linear index over the other axes
+  for (int g = 2; g >= 0; --g) {
+    if (b_.grid[g].extent.rank() != 0) point = absl::StrCat("(", point, ") * (", count(b_.grid[g]), ") + bg", g);
+  }
   bool loop = false;
   for (size_t i = 0; i < n; ++i) loop = loop || phase_[i] == Phase::kLoop;
   e_.Line("bool waited = false;  // for the kernel before, at the block's first grid point");
@@ -645,19 +649,16 @@ absl::Status TiledGenerator::Generate() {
     if (after_in_ring_space_) Sync();
     dirty_ = before;
     EmitRegisterSumFlush();
+    if (FlashPartialsDirect()) EmitSplitPartials(point, BlockIndex(split_axis));
     EmitDirectFlush();
   }
-  if (split_axis >= 0) {
-    // Linear index of this grid point over the other axes.
-    std::string point = "0";
-    for (int g = 2; g >= 0; --g) {
-      if (b_.grid[g].extent.rank() == 0) continue;
-      point = absl::StrCat("(", point, ") * (", count(b_.grid[g]), ") + bg", g);
-    }
-    EmitSplitCombine(point, BlockIndex(split_axis));
-  }
+  if (split_axis >= 0) EmitSplitCombine(point, BlockIndex(split_axis));
   EmitPhase(Phase::kAfter);
   EmitStores();
+  if (split_axis >= 0 && split_together()) {
+    e_.Linef("if (threadIdx.x == 0 && p.together) split_count_out(counters + ", kSplitCounters, " * point, counted_out, ",
+             b_.loop_split, "u);");
+  }
   if (split_axis >= 0) e_.Close();  // the last block's part
   if (opened > 0) Sync();  // the next grid point overwrites every tile
   for (int g = 0; g < std::max(opened, 1); ++g) e_.Close();

@@ -159,15 +159,14 @@ class TiledGenerator {
   void EmitRingWhole();
   // With `prefetch`, L2 prefetches of the same elements (EmitWaitForPriorGrid).
   void EmitWholeCopies(int i, bool prefetch = false);
-  // The wait for the kernel before (wait_for_prior_grid: the executor
-  // launches kernels early), at the block's first grid point, after its
-  // index math and ring_whole; and the trigger that lets the kernel after
-  // launch early (launch_dependents). A streaming loop (StreamsAhead)
-  // prefetches its first steps (stages_ - 1, at most kPrefetchedSteps;
-  // with 5 stages, 4 steps ran 0.4 us slower than 3) into L2 before the wait and
-  // triggers stages_ steps before its end, so that the next kernel's
-  // blocks fetch their first tiles while its last ones drain. Other
-  // kernels trigger right after the wait.
+  // The wait for the kernel before (wait_for_prior_grid: the executor launches
+  // kernels early), at the block's first grid point, after its index math and
+  // ring_whole; and the trigger that lets the kernel after launch early
+  // (launch_dependents). A streaming loop (StreamsAhead) prefetches its first
+  // steps (stages_ - 1, at most kPrefetchedSteps; with 5 stages, 4 steps ran
+  // 0.4 us slower than 3) into L2 before the wait and triggers stages_ steps
+  // before its end, so that the next kernel's blocks fetch their first tiles
+  // while its last ones drain. Other kernels trigger right after the wait.
   void EmitWaitForPriorGrid();
   // Whether the block's loop streams: no flash path, and at least
   // 4 x stages_ steps a block. On the H100, back to back, the prefetch and
@@ -184,12 +183,11 @@ class TiledGenerator {
   // EmitStaged).
   bool CopiesFromLast(int i) const;
   void EmitRingStep();
-  // Slot `task` of input i's ring at `stage`.
-  // A swizzled ring (read across threads by ldmatrix) keeps vector v of
-  // row k at v ^ (k % 8) within its row, so that 8 rows' vectors at one
-  // column fall in different banks. Rows of 4 or 2 vectors (8 rows span 2
-  // or 4 rows of banks) xor v with k / 2 % 4 or k / 4 % 2 instead: the
-  // same 8 rows again fill the 8 bank groups.
+  // Slot `task` of input i's ring at `stage`. A swizzled ring (read across
+  // threads by ldmatrix) keeps vector v of row k at v ^ (k % 8) within its
+  // row, so that 8 rows' vectors at one column fall in different banks. Rows
+  // of 4 or 2 vectors (8 rows span 2 or 4 rows of banks) xor v with k / 2 % 4
+  // or k / 4 % 2 instead: the same 8 rows again fill the 8 bank groups.
   std::string RingSlot(int i, const std::string& stage, const std::string& task) const {
     return absl::StrCat("ring", i, "[", stage, " * ", inputs_[i].tasks, " + ", SlotIndex(i, task), "]");
   }
@@ -260,12 +258,11 @@ class TiledGenerator {
     const std::vector<int64_t> sizes = Sizes(tiles_[x]);
     return sizes[axis] >= 32 && Product(sizes, axis + 1, sizes.size()) == 1;
   }
-  // Folds each row of tile x along `axis` (sum, or max from -inf) into
-  // `v`, by warp or by thread (FoldsByWarp). Opens the loop over rows `o`
-  // and a block where one thread holds the row's `v`; CloseRowFold closes
-  // both.
-  // With `keeps` (a condition on the row's coordinates and "j", the
-  // element's along `axis`), only elements it holds for are folded.
+  // Folds each row of tile x along `axis` (sum, or max from -inf) into `v`, by
+  // warp or by thread (FoldsByWarp). Opens the loop over rows `o` and a block
+  // where one thread holds the row's `v`; CloseRowFold closes both. With
+  // `keeps` (a condition on the row's coordinates and "j", the element's along
+  // `axis`), only elements it holds for are folded.
   void OpenRowFold(int x, int axis, bool max, const std::string& keeps = "");
   // The coordinate along axis d of tile x of row `o` of a fold along `axis`.
   std::string FoldCoord(int x, int axis, int d) const;
@@ -280,6 +277,14 @@ class TiledGenerator {
   // counter per grid point, and the last block's sum (it then opens a
   // block that the caller closes after the stores).
   void EmitSplitCombine(const std::string& point, const std::string& split);
+  // The workspace's partials of the point, `mine` this block's (before the
+  // flush where FlashPartialsDirect, else in EmitSplitCombine).
+  void EmitSplitPartials(const std::string& point, const std::string& split);
+  // Whether the flash flush writes every partial of a split loop from the
+  // warps' registers, 8 bytes a store, not through the tiles; FlushTarget(i)
+  // is where it writes tile i (-1: the scores' running max).
+  bool FlashPartialsDirect() const;
+  std::string FlushTarget(int i) const;
 
   // Synchronization: a buffer written since the last __syncthreads is
   // "dirty"; reading it is safe without a barrier only for the thread that
@@ -298,12 +303,11 @@ class TiledGenerator {
   // one int per axis of size above 1 (the others are "0"). With `thread`,
   // `linear` is a thread's task l = thread + it * threads (OpenThreadTasks),
   // and each coordinate is written from `thread` and `it` apart where its
-  // stride divides the threads: the compiler then sees that a thread's
-  // tasks differ by constants (one address and immediate offsets, not a
-  // 64-bit offset held for each; causal prefill's two-slab kernel spilled
-  // 204 bytes, 28 with them).
-  // `it` names the thread's task number (a constant where the caller
-  // wants one task's coordinates).
+  // stride divides the threads: the compiler then sees that a thread's tasks
+  // differ by constants (one address and immediate offsets, not a 64-bit
+  // offset held for each; causal prefill's two-slab kernel spilled 204 bytes,
+  // 28 with them). `it` names the thread's task number (a constant where the
+  // caller wants one task's coordinates).
   std::vector<std::string> Unravel(const std::vector<int64_t>& sizes, const std::vector<int>& order,
                                    const std::string& linear, const std::string& thread = "",
                                    const std::string& it = "it");
@@ -364,10 +368,9 @@ class TiledGenerator {
   void PlanFlushScratch();
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
-  // Opens the loops over the elements of tensor-core product i's
-  // fragments that this lane holds: j (its tiles), h (the fragment's 4),
-  // with m0, v and the element's row r declared; CloseFragmentElements
-  // closes them.
+  // Opens the loops over the elements of tensor-core product i's fragments
+  // that this lane holds: j (its tiles), h (the fragment's 4), with m0, v and
+  // the element's row r declared; CloseFragmentElements closes them.
   void OpenFragmentElements(int i);
   void CloseFragmentElements();
   // The sums of product i at the lane's fragment element (j, h): its
@@ -445,11 +448,10 @@ class TiledGenerator {
   // A column-scaled B's fragment pair `fb` (n8 column `v`) times the
   // lane's column of the scale (MatmulPlan::b_scale); nothing otherwise.
   void EmitScaleB(int i, const std::string& fb, const std::string& v);
-  // One k chunk of flash product mm into the fragments `acc`[sl][v] of
-  // each of the warp's slabs sl, for `count` columns of tiles from column
-  // `first` (A in `fa`[sl]): B's
-  // fragments two columns of tiles per ldmatrix from the ring, its rows
-  // from `k_rows` (a multiple of 16; the lane adds its own).
+  // One k chunk of flash product mm into the fragments `acc`[sl][v] of each of
+  // the warp's slabs sl, for `count` columns of tiles from column `first` (A
+  // in `fa`[sl]): B's fragments two columns of tiles per ldmatrix from the
+  // ring, its rows from `k_rows` (a multiple of 16; the lane adds its own).
   void EmitFlashProducts(int mm, const std::string& acc, int64_t count, const std::string& first,
                          const std::string& k_rows, const std::string& stage = "stage");
   // Whether both flash products can take wgmma (FlashPlan::wgmma).
@@ -464,12 +466,11 @@ class TiledGenerator {
                       const std::function<void()>& otherwise, bool wait = true, const std::string& stage = "stage");
   // Waits until at most `pending` groups of products are in flight.
   void EmitFlashWgmmaWait(int mm, const std::string& acc, int pending = 0);
-  // Whether the loop of whole steps takes its flash products in a
-  // pipeline (FlashAttention-3's intra-warpgroup overlap): step j issues
-  // its scores' wgmma, then step j - 1's P@V, and runs its softmax while
-  // P@V does; P@V of the last whole step follows the loop. The ring then
-  // runs stages - 2 steps ahead (RingAhead): P@V reads the stage of the
-  // step before.
+  // Whether the loop of whole steps takes its flash products in a pipeline
+  // (FlashAttention-3's intra-warpgroup overlap): step j issues its scores'
+  // wgmma, then step j - 1's P@V, and runs its softmax while P@V does; P@V of
+  // the last whole step follows the loop. The ring then runs stages - 2 steps
+  // ahead (RingAhead): P@V reads the stage of the step before.
   bool FlashPipelined() const;
   // The conditions of FlashPipelined but the loop of whole steps.
   bool FlashPipelineable() const;
@@ -656,12 +657,11 @@ class TiledGenerator {
   // share of the point's rows along grid axis `axis`: [split_lo, split_hi)
   // of the `size` its tiles take there, `per` a block (rounded up so that
   // every accumulator's share starts on 4 floats, for 16-byte loads).
-  // Otherwise (a grid too large to be
-  // resident at once) the last block to count in does it all, and its
-  // share is every row. Planned where everything after the loop is
-  // elementwise (a share's outputs read its own rows only) and, in every
-  // tile the combine writes, the axis is outermost (a share is one run of
-  // elements). axis -1: none (the last block only).
+  // Otherwise (a grid too large to be resident at once) the last block to
+  // count in does it all, and its share is every row. Planned where all
+  // after the loop is elementwise (a share's outputs read its own rows) and,
+  // in every tile the combine writes, the axis is outermost (a share is one
+  // run of elements). axis -1: none (the last block only).
   struct SplitShare {
     int axis = -1;
     int64_t size = 0, per = 0;

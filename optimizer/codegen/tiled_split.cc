@@ -151,15 +151,48 @@ std::string TiledGenerator::ShareKeeps(const TileInfo& t, const std::vector<std:
   return absl::StrCat(coords[d], " >= split_lo && ", coords[d], " < split_hi");
 }
 
-void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
+void TiledGenerator::EmitSplitPartials(const std::string& point, const std::string& split) {
   const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
-  e_.Linef("// split loop: partial accumulators to the workspace; the last of the ", b_.loop_split,
-           " blocks of this grid point adds them in split order and goes on");
   e_.Linef("const i64 point = ", point, ";");
   e_.Line("unsigned* const counters = p.counters;");
   e_.Linef("float* const partials = reinterpret_cast<float*>(p.ws) + point * ", b_.loop_split * floats, ";");
+  e_.Linef("float* const mine = partials + (i64)", split, " * ", floats, ";");
+}
+
+bool TiledGenerator::FlashPartialsDirect() const {
+  // P@V's accumulator, its row sums and the scores' running max, and
+  // nothing else: the flush writes them where the copies would (on an H100,
+  // gqa_bs1's kernel 7.90 -> 7.66 us, hand-edited: no pass through shared
+  // memory and its barrier; 4 bytes a store ran 8.92).
+  if (ugraph::SplitGridAxis(b_) < 0 || flash_.pv < 0 || flash_.keys_split) return false;
+  if (ugraph::SplitFloatsPerBlock(b_, tiles_) % 2 != 0 || matmuls_[flash_.pv].cols % 2 != 0) return false;
+  for (const auto& [i, offset] : SplitAccumulators()) {
+    const bool sum = flash_.sum >= 0 && i == fused_into_[flash_.sum];
+    if ((i != fused_into_[flash_.pv] || offset % 2 != 0) && !sum) return false;
+  }
+  for (size_t s = 0; s < b_.tile_ops.size(); ++s) {
+    if (rescale_offsets_[s] >= 0 && static_cast<int>(s) != flash_.exp) return false;
+  }
+  return true;
+}
+
+std::string TiledGenerator::FlushTarget(int i) const {
+  if (!FlashPartialsDirect()) return i < 0 ? absl::StrCat("shift", flash_.exp) : Buffer(i);
+  int64_t offset = ugraph::RunningMaxOffset(b_, tiles_, flash_.exp);
+  for (const auto& [a, at] : SplitAccumulators()) {
+    if (a == i) offset = at;
+  }
+  return absl::StrCat("(mine + ", offset, ")");
+}
+
+void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
+  const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
+  const bool direct = FlashPartialsDirect();
+  e_.Linef("// split loop: partial accumulators to the workspace", direct ? " (from the flush)" : "", "; the last of the ",
+           b_.loop_split, " blocks of this grid point adds them in split order and goes on");
+  if (!direct) EmitSplitPartials(point, split);
   const std::vector<std::pair<int, int64_t>> accumulators = SplitAccumulators();
-  for (const auto& [i, offset] : accumulators) {
+  for (const auto& [i, offset] : direct ? std::vector<std::pair<int, int64_t>>{} : accumulators) {
     // 16 bytes a store where the partials and the tile allow (gqa_bs8's
     // kernel on an H100: 1480 -> 1110 cycles for its 16 KiB); a thread
     // then reads elements other threads wrote linearly.
@@ -168,15 +201,15 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     Read(i, !vectors);
     if (vectors) {
       e_.Open(absl::StrCat("for (int l = threadIdx.x * 4; l < ", elements, "; l += ", b_.threads * 4, ")"));
-      e_.Linef("*reinterpret_cast<float4*>(partials + (i64)", split, " * ", floats, " + ", offset,
-               " + l) = *reinterpret_cast<const float4*>(", Buffer(i), " + l);");
+      e_.Linef("*reinterpret_cast<float4*>(mine + ", offset, " + l) = *reinterpret_cast<const float4*>(", Buffer(i),
+               " + l);");
     } else {
       OpenLinear(elements);
-      e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = ", Buffer(i), "[l];");
+      e_.Linef("mine[", offset, " + l] = ", Buffer(i), "[l];");
     }
     e_.Close();
   }
-  EmitSplitShifts(split, floats, /*combine=*/false);
+  if (!direct) EmitSplitShifts(split, floats, /*combine=*/false);
   // The barrier orders every thread's partials before thread 0's count,
   // whose release makes them visible to the block that counts last (its
   // acquire, then the barrier, order them before its reads). A point's
@@ -184,8 +217,9 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   Sync();
   const std::string counter = absl::StrCat("counters + ", kSplitCounters, " * point");
   if (share_.axis >= 0) {
-    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(", counter, ", ", b_.loop_split,
-             "u), true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
+    e_.Line("unsigned counted_out = 0u;  // where every block goes on: its count out, read at the end (split_count_out)");
+    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (counted_out = split_gather(", counter, ", ",
+             b_.loop_split, "u), true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   } else {
     e_.Linef("if (threadIdx.x == 0) split_last = split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   }
@@ -206,7 +240,8 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     if (!SplitRowSum(i)) EmitCombineLoop(i, offset, floats);  // row sums: EmitSplitShifts
   }
   // Every block of the point has counted: the counter is free for the next
-  // launch (split_gather frees it where every block goes on).
+  // launch (where every block goes on, the last out frees both at the end
+  // of its part: split_count_out, after the stores).
   e_.Linef("if (threadIdx.x == 0", share_.axis >= 0 ? " && !p.together" : "", ") counters[", kSplitCounters,
            " * point] = 0u;");
 }
@@ -254,7 +289,7 @@ void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, b
     const int64_t rows = ShiftRowTile(s).elements();
     if (!combine) {
       OpenLinear(rows);
-      e_.Linef("partials[(i64)", split, " * ", floats, " + ", offset, " + l] = shift", i, "[l];");
+      e_.Linef("mine[", offset, " + l] = shift", i, "[l];");
       e_.Close();
       any = true;
       continue;

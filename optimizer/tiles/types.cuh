@@ -286,14 +286,29 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* at) {
 // every block is resident and may wait: counts this block in at counter[0]
 // (split_arrive, after the caller's barrier), waits until all `blocks` have
 // (each acquire makes their partials visible; the caller's barrier after,
-// to the rest of its threads), then counts it out at counter[1]; the last
-// out zeroes both for the next launch, when no block reads counter[0] any
-// more (each counted out after its last read).
-__device__ __forceinline__ void split_gather(unsigned* counter, unsigned blocks) {
+// to the rest of its threads), then counts it out at counter[1] and returns
+// the count out before it, unread: the atomic's round trip runs under the
+// caller's combine, and split_count_out at its end lets the last out zero
+// both counters for the next launch, when no block reads counter[0] any more
+// (each counted out after its last read, which its acquire orders first).
+// On an H100, gqa_bs1's kernel took 8.48 -> 7.90 us with the count out off
+// the combine's way (hand-edited).
+__device__ __forceinline__ unsigned split_gather(unsigned* counter, unsigned blocks) {
   split_arrive(counter);
   while (load_acquire(counter) < blocks) {
   }
-  if (split_arrive(counter + 1) == blocks - 1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  unsigned before;
+  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter + 1) : "memory");
+  return before;
+#else
+  return atomicAdd(counter + 1, 1u);
+#endif
+}
+// The end of a block's part after split_gather, given the count out it
+// returned: the last of the `blocks` out zeroes the point's counters.
+__device__ __forceinline__ void split_count_out(unsigned* counter, unsigned counted_out, unsigned blocks) {
+  if (counted_out == blocks - 1) {
     counter[0] = 0u;
     counter[1] = 0u;
   }

@@ -113,7 +113,9 @@ TEST(FlashOperands, AWideOOfOneSlabIsSharedOutByColumns) {
   ASSERT_GE(per_warp, 1);
   const std::string first = absl::StrCat("warp * ", per_warp);
   EXPECT_THAT(loop.substr(step), ::testing::HasSubstr(first)) << "B from the warp's first column of tiles";
-  EXPECT_THAT(loop, ::testing::HasSubstr(absl::StrCat("(", first, " + v) * 8 + t2 + q] = o")));
+  // (To its tile, or where a split loop's partials are all the flush's, to
+  // the workspace: FlashPartialsDirect.)
+  EXPECT_THAT(loop, ::testing::HasSubstr(absl::StrCat("(", first, " + v) * 8 + t2)")));
   EXPECT_THAT(loop, ::testing::HasSubstr("if ((lane & 3) == 0 && warp == 0)"));
   EXPECT_EQ(loop.find("if (warp < "), std::string::npos) << "no warp idles";
   if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
@@ -321,6 +323,26 @@ TEST(FlashOperands, WholeStepsPipelineTheirProducts) {
     EXPECT_THAT(one, ::testing::ContainsRegex(R"(16u \* \(\(stage \+ 1\) % [0-9]+ \* [0-9]+\))"));
     EXPECT_EQ(one.find("float sc["), std::string::npos) << "the step's scores came with it";
   }
+}
+
+// A split flash loop's partials (P@V's accumulator, its row sums and the
+// running max: all of them) go from the warps' registers straight to the
+// block's part of the workspace, 8 bytes a store, not through the tiles
+// and a copy after a barrier; then one barrier before the count. gqa_bs8's
+// kernel (64 rows, 4-way split), compiled for sm_90a and sm_90.
+TEST(FlashOperands, ASplitLoopsFlushWritesItsPartialsFromRegisters) {
+  const FusedCase c = AttentionCase(16, 256, 64, 4096);
+  codegen::KernelSource source;
+  const std::string loop = ChosenLoop(c, &source);
+  const size_t flush = loop.find("from the warps' registers");
+  ASSERT_NE(flush, std::string::npos) << loop;
+  const std::string after = loop.substr(flush);
+  ExpectInOrder(loop, {"float* const mine = partials + (i64)", "from the warps' registers",
+                       "*reinterpret_cast<float2*>((mine + 0) + r * 64 + v * 8 + t2) = make_float2(o",
+                       "(mine + 4096)[r] = total;", "[r] = run_max[sl][h];", "__syncthreads();", "split_gather("});
+  EXPECT_EQ(after.find("*reinterpret_cast<float4*>(mine"), std::string::npos) << after;
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
 }
 
 }  // namespace
