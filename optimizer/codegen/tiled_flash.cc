@@ -158,6 +158,7 @@ void TiledGenerator::DropFlashTiles() {
 }
 
 void TiledGenerator::DeclareFlash() {
+  if (FlashAFromBits()) Sync();  // Q's words, stored by other threads (none where it follows a barrier)
   const int64_t slabs = flash_.warp_slabs;
   e_.Linef("float o", flash_.pv, "[", slabs, "][", FlashOColumns(), "][4] = {};  // x", flash_.pv,
            "'s accumulator fragments: this warp's ", 16 * slabs, " rows",
@@ -172,6 +173,10 @@ void TiledGenerator::DeclareFlash() {
   const int a = b_.tile_ops[flash_.scores].args[0];
   const int64_t chunks = s.depth / 16;
   Read(a, false);
+  if (FlashAFromBits()) {
+    return e_.Linef("const uint4* const qa = reinterpret_cast<const uint4*>(smem + ", flash_.a_offset, ");  // x",
+                    flash_.scores, "'s A fragments, stored as x", a, " loaded");
+  }
   if (flash_.a_registers) {
     e_.Linef("unsigned qa[", slabs, "][", chunks, "][4];  // x", flash_.scores, "'s A fragments (x", a,
              ", the same every step): this warp's ", 16 * slabs, " rows");
@@ -465,26 +470,6 @@ void TiledGenerator::EmitFlashPv(const std::function<void()>& fill, const std::s
 void TiledGenerator::OpenFlashSlabs() {
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int sl = 0; sl < ", flash_.warp_slabs, "; ++sl)"));
-}
-
-void TiledGenerator::DeclareSharedRowsA(int a, int64_t chunks) {
-  // Every warp holds the same rows: the warps pack the fragments once, a
-  // share of the k chunks each, then each loads all of them. Read from the
-  // f32 tile by every warp, at 8-way bank conflicts (its rows lie a multiple
-  // of 32 floats apart), they took ~2100 cycles of MLA's middle kernel on
-  // an H100 (4 warps, 16 chunks).
-  e_.Linef("uint4* const qp = reinterpret_cast<uint4*>(smem + ", flash_.a_offset, ");  // x", a,
-           "'s fragments packed: [k chunk][lane]");
-  EmitPackFragments(flash_.scores, flash_.a_offset);
-  Sync();
-  e_.Open("");
-  e_.Line("const int lane = threadIdx.x & 31;");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int c = 0; c < ", chunks, "; ++c)"));
-  e_.Line("const uint4 q = qp[c * 32 + lane];");
-  e_.Line("qa[0][c][0] = q.x, qa[0][c][1] = q.y, qa[0][c][2] = q.z, qa[0][c][3] = q.w;");
-  e_.Close();
-  e_.Close();
 }
 
 int64_t TiledGenerator::FlashSharedAFloats() const {

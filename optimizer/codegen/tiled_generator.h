@@ -1,14 +1,13 @@
 // The code generator for graph-defined blocks, shared by its source files:
-// tiled_gen.cc (the tile ops, phases and the loop), tiled_plan.cc (layout
-// and planning), tiled_load.cc (reading input tiles), tiled_matmul.cc and
-// tiled_direct.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc
-// (attention's scores, softmax and P@V in registers; Hopper's products and
-// their pipeline), tiled_fragment_epilogue.cc (outputs computed from
-// tensor-core fragments), tiled_register_sum.cc (sums kept in registers),
-// tiled_stable_exp.cc (the online softmax), tiled_fold.cc (row folds),
-// tiled_split.cc (split loops' hand-over), tiled_store.cc (the outputs'
-// stores) and tiled_packed_a.cc (A's fragments packed before the loop);
-// the plans in tiled_plans.h, tile shapes and occupancy in
+// tiled_gen.cc (the tile ops, phases and the loop), tiled_plan.cc (layout and
+// planning), tiled_load.cc (reading input tiles), tiled_matmul.cc and
+// tiled_direct.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc (attention's
+// scores, softmax and P@V in registers; Hopper's products and their pipeline),
+// tiled_fragment_epilogue.cc (outputs computed from tensor-core fragments),
+// tiled_register_sum.cc (sums kept in registers), tiled_stable_exp.cc (the online
+// softmax), tiled_fold.cc (row folds), tiled_split.cc (split loops' hand-over),
+// tiled_store.cc (the outputs' stores) and tiled_packed_a.cc (A's fragments packed
+// before the loop); the plans in tiled_plans.h, tile shapes and occupancy in
 // tiled_shapes.h. Internal to optimizer/codegen.
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
@@ -476,17 +475,16 @@ class TiledGenerator {
   bool FlashPipelineable() const;
   bool FlashAheadFits() const;  // whether FlashScoresAhead's registers fit, the loop aside
   bool AheadRegistersFit() const;  // its register rule alone (and 4 stages or more)
-  // Whether that pipeline also issues each whole step's scores a step
-  // ahead (FlashAttention-3's full overlap): step j's scores are done when
-  // it starts (`sc`); it issues step j - 1's P@V, then step j + 1's scores
-  // into `sa` (K from the next stage), runs its softmax under both, waits
-  // for P@V alone (wgmma_wait<1>), packs P, then waits for the scores. The
-  // loop is unrolled twice so that the two score arrays trade places
-  // (scores0/scores1: a copy between them cost 0.8 us of gqa_bs8's
-  // 19.7 on an H100); the first step's scores come before the loop
-  // (EmitFlashScoresPrologue), and each step waits for the next step's
-  // copies. Needs a ring of 4 stages or more (P@V's stage, the step's, the
-  // next's, and copies in flight).
+  // Whether that pipeline also issues each whole step's scores a step ahead
+  // (FlashAttention-3's full overlap): step j's scores are done when it starts
+  // (`sc`); it issues step j - 1's P@V, then step j + 1's scores into `sa` (K
+  // from the next stage), runs its softmax under both, waits for P@V alone
+  // (wgmma_wait<1>), packs P, then waits for the scores. The loop is unrolled
+  // twice so that the two score arrays trade places (scores0/scores1: a copy
+  // between them cost 0.8 us of gqa_bs8's 19.7 on an H100); the first step's
+  // scores come before the loop (EmitFlashScoresPrologue), and each step waits
+  // for the next step's copies. Needs a ring of 4 stages or more (P@V's stage,
+  // the step's, the next's, and copies in flight).
   bool FlashScoresAhead() const;
   // The flash scores' product into `acc` (declared and zeroed by the
   // caller) from the ring's stage `stage`, waited for where `wait`.
@@ -541,9 +539,8 @@ class TiledGenerator {
   // split), its group's share, or all of them.
   int64_t FlashColumns() const;
   void EmitKeysSplitFlush();
-  // Groups > 1: the other groups' running maxes, row sums and P@V
-  // fragments added into group 0's registers, each brought to the larger
-  // max.
+  // Groups > 1: the other groups' running maxes, row sums and P@V fragments
+  // added into group 0's registers, each brought to the larger max.
   void EmitFlashGroupMerge();
   // The scratch floats EmitFlashGroupMerge takes.
   int64_t FlashGroupScratch() const;
@@ -557,6 +554,11 @@ class TiledGenerator {
   void DeclareSharedRowsA(int a, int64_t chunks);
   // Where the lane's words of slab `sl` and k chunk `c` lie among them.
   std::string FlashSharedAIndex() const;
+  // Whether Q, loaded 8 f16 or bf16 along its depth a thread, goes from the
+  // loaded bits straight to those words (no f32 tile, no pack: its only
+  // reader is the scores' A), and that store (tiled_packed_a.cc).
+  bool FlashAFromBits() const;
+  void EmitFlashAFromBits(int i);
   // O's columns of tiles a warp holds, and the first (code), where the
   // warps share them out (FlashPlan::cols_split); else all, from 0.
   int64_t FlashOColumns() const;
@@ -639,12 +641,11 @@ class TiledGenerator {
   // or -1: its blocks run last-first, so that the longest start first and
   // the short ones fill the last wave.
   int CausalGridAxis() const;
-  // Whether a causal grid axis has launch dims above it: then it runs
-  // slowest (BlockIndex). The launch order walks the x dim fastest, and
-  // with the causal axis on x each head's longest tiles would start with
-  // its short ones, the last heads' among the last blocks. All the longest
-  // tiles first instead (on an H100, causal_prefill 463.8 -> 420.0 us), the
-  // shortest last.
+  // Whether a causal grid axis has launch dims above it: then it runs slowest
+  // (BlockIndex). The launch order walks the x dim fastest, and with the
+  // causal axis on x each head's longest tiles would start with its short
+  // ones, the last heads' among the last blocks. All the longest tiles first
+  // instead (on an H100, causal_prefill 463.8 -> 420.0 us), the shortest last.
   bool CausalOrder() const;
   // Declares vb0..vb2, the block's index along each launch dim, where
   // CausalOrder.
@@ -687,10 +688,9 @@ class TiledGenerator {
   // A split loop's combine of accumulator i (not a row sum) at `offset` in a
   // block's partials, over the block's share (all of it for the last block).
   void EmitCombineLoop(int i, int64_t offset, int64_t floats);
-  // A split loop's running maxes: out to the workspace after the
-  // accumulators, or (combine) the max over the blocks into shift<i>, each
-  // block's factor to it (SplitFactors) and the row sums (SplitRowSum),
-  // then a barrier.
+  // A split loop's running maxes: out to the workspace after the accumulators,
+  // or (combine) the max over the blocks into shift<i>, each block's factor to
+  // it (SplitFactors) and the row sums (SplitRowSum), then a barrier.
   void EmitSplitShifts(const std::string& split, int64_t floats, bool combine);
   // The combine of running max s and its row sums: a warp per row where a
   // block combines few rows (WarpPerSplitRow) and the blocks are many, or a

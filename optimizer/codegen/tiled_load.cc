@@ -194,6 +194,9 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
     e_.Linef("for (int it = 0; it < ", plan.per_thread, "; ++it) cur", i, "[it] = ", Raw(i), "[it];");
     return;
   }
+  if (!issue && flash_.pv >= 0 && i == b_.tile_ops[flash_.scores].args[0] && FlashAFromBits()) {
+    return EmitFlashAFromBits(i);
+  }
   if (issue) {
     e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
              plan.width, " ", DTypeName(plan.dtype), " per thread");

@@ -194,6 +194,7 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   PlanFlushScratch();
   PlanNeeded();
   DropFlashTiles();
+  if (FlashAFromBits()) inputs_[b_.tile_ops[flash_.scores].args[0]].tile = false;  // no f32 tile
   PlanStoredOps(uses);
   PlanFragmentEpilogue(uses);
   // A buffer per tile but constants (literals), products and sums added

@@ -328,9 +328,10 @@ TEST(FlashOperands, WholeStepsPipelineTheirProducts) {
 // A split flash loop's partials (P@V's accumulator, its row sums and the
 // running max: all of them) go from the warps' registers straight to the
 // block's part of the workspace, 8 bytes a store, not through the tiles
-// and a copy after a barrier; then one barrier before the count. gqa_bs8's
-// kernel (64 rows, 4-way split), compiled for sm_90a and sm_90.
-TEST(FlashOperands, ASplitLoopsFlushWritesItsPartialsFromRegisters) {
+// and a copy after a barrier; then one barrier before the count. Q skips
+// its tile too. gqa_bs8's kernel (64 rows, 4-way split), compiled for
+// sm_90a and sm_90.
+TEST(FlashOperands, ASplitLoopsQAndPartialsSkipTheTiles) {
   const FusedCase c = AttentionCase(16, 256, 64, 4096);
   codegen::KernelSource source;
   const std::string loop = ChosenLoop(c, &source);
@@ -341,6 +342,14 @@ TEST(FlashOperands, ASplitLoopsFlushWritesItsPartialsFromRegisters) {
                        "*reinterpret_cast<float2*>((mine + 0) + r * 64 + v * 8 + t2) = make_float2(o",
                        "(mine + 4096)[r] = total;", "[r] = run_max[sl][h];", "__syncthreads();", "split_gather("});
   EXPECT_EQ(after.find("*reinterpret_cast<float4*>(mine"), std::string::npos) << after;
+  // Q (f16, 8 a load along its depth, read by the scores alone) goes from
+  // its loaded bits straight to its fragments' words: no f32 tile and no
+  // pack (FlashAFromBits).
+  const std::string& code = source.source;
+  EXPECT_THAT(code, ::testing::HasSubstr("straight from the loaded bits (FlashAFromBits)"));
+  EXPECT_THAT(code, ::testing::HasSubstr("] = vector_bits(raw0[it], j, 4);"));
+  EXPECT_EQ(code.find("float* const x0 ="), std::string::npos) << code;
+  EXPECT_EQ(code.find("pack_f16x2(p0.x, p0.y)"), std::string::npos) << code;
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
 }
