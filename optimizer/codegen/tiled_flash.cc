@@ -701,12 +701,13 @@ void TiledGenerator::EmitFlashFlush() {
   e_.Linef("if (r >= ", pv.rows, ") continue;");
   e_.Line("#pragma unroll");
   const std::string first = flash_.cols_split ? absl::StrCat("(", FlashOFirst(), " + v)") : "v";
-  const std::string at = absl::StrCat(FlushTarget(out), " + r * ", pv.cols, " + ", first, " * 8 + t2");
+  const std::string at = absl::StrCat("r * ", pv.cols, " + ", first, " * 8 + t2");
   const std::string o = absl::StrCat("o", flash_.pv, "[sl][v][2 * h");
   const bool direct = FlashPartialsDirect();  // to the workspace, 8 bytes a store
   e_.Linef("for (int v = 0; v < ", FlashOColumns(), "; ++v) ",
-           direct ? absl::StrCat("*reinterpret_cast<float2*>(", at, ") = make_float2(", o, "], ", o, " + 1]);")
-                  : absl::StrCat("for (int q = 0; q < 2; ++q) (", at, ")[q] = ", o, " + q];"));
+           direct ? absl::StrCat("*reinterpret_cast<float2*>(", FlushTarget(out), " + ", at, ") = make_float2(", o,
+                                 "], ", o, " + 1]);")
+                  : absl::StrCat("for (int q = 0; q < 2; ++q) ", Buffer(out), "[", at, " + q] = ", o, " + q];"));
   // (Every warp has the rows' max and sum: warp 0 writes them.)
   e_.Open(flash_.cols_split ? "if ((lane & 3) == 0 && warp == 0)" : "if ((lane & 3) == 0)");
   if (flash_.sum >= 0) {

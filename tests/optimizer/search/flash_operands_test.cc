@@ -115,7 +115,7 @@ TEST(FlashOperands, AWideOOfOneSlabIsSharedOutByColumns) {
   EXPECT_THAT(loop.substr(step), ::testing::HasSubstr(first)) << "B from the warp's first column of tiles";
   // (To its tile, or where a split loop's partials are all the flush's, to
   // the workspace: FlashPartialsDirect.)
-  EXPECT_THAT(loop, ::testing::HasSubstr(absl::StrCat("(", first, " + v) * 8 + t2)")));
+  EXPECT_THAT(loop, ::testing::HasSubstr(absl::StrCat("(", first, " + v) * 8 + t2")));
   EXPECT_THAT(loop, ::testing::HasSubstr("if ((lane & 3) == 0 && warp == 0)"));
   EXPECT_EQ(loop.find("if (warp < "), std::string::npos) << "no warp idles";
   if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
