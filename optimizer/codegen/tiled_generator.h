@@ -554,10 +554,9 @@ class TiledGenerator {
   void DeclareSharedRowsA(int a, int64_t chunks);
   // Where the lane's words of slab `sl` and k chunk `c` lie among them.
   std::string FlashSharedAIndex() const;
-  // Whether Q, loaded 8 f16 or bf16 along its depth a thread, goes from the
-  // loaded bits straight to those words (no f32 tile, no pack: its only
-  // reader is the scores' A), and that store (tiled_packed_a.cc).
-  bool FlashAFromBits() const;
+  // Q from its loaded bits straight to those words (QFromBits in
+  // tiled_plans.h; tiled_packed_a.cc), and that store.
+  QFromBits FlashQFromBits() const;
   void EmitFlashAFromBits(int i);
   // O's columns of tiles a warp holds, and the first (code), where the
   // warps share them out (FlashPlan::cols_split); else all, from 0.

@@ -194,7 +194,7 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
     e_.Linef("for (int it = 0; it < ", plan.per_thread, "; ++it) cur", i, "[it] = ", Raw(i), "[it];");
     return;
   }
-  if (!issue && flash_.pv >= 0 && i == b_.tile_ops[flash_.scores].args[0] && FlashAFromBits()) {
+  if (!issue && flash_.pv >= 0 && i == FlashQFromBits().q) {
     return EmitFlashAFromBits(i);
   }
   if (issue) {

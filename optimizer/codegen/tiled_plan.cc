@@ -194,7 +194,10 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   PlanFlushScratch();
   PlanNeeded();
   DropFlashTiles();
-  if (FlashAFromBits()) inputs_[b_.tile_ops[flash_.scores].args[0]].tile = false;  // no f32 tile
+  if (const QFromBits q = FlashQFromBits(); q.q >= 0) {
+    inputs_[q.q].tile = false;  // no f32 tile
+    for (int x : q.chain) needed_[x] = false;  // computed in registers
+  }
   PlanStoredOps(uses);
   PlanFragmentEpilogue(uses);
   // A buffer per tile but constants (literals), products and sums added

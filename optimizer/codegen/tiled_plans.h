@@ -163,6 +163,18 @@ struct FlashPlan {
   bool wgmma = false;
 };
 
+// Whether Q, loaded 8 f16 or bf16 along its depth a thread, goes from the
+// loaded bits straight to the flash scores' A fragments (no f32 tile, no
+// pack), normalized on the way where the scores' A is its RMSNorm
+// (TiledGenerator::FlashQFromBits): Q's input op (-1: not so), the norm's
+// sum and row scale ops, whether the scale comes first in op(Q, r), and
+// the norm's ops, computed in registers instead.
+struct QFromBits {
+  int q = -1, sum = -1, scale = -1;
+  bool scale_first = false;
+  std::vector<int> chain;
+};
+
 }  // namespace kiln::codegen::tiled_internal
 
 #endif  // KILN_OPTIMIZER_CODEGEN_TILED_PLANS_H_

@@ -346,10 +346,42 @@ TEST(FlashOperands, ASplitLoopsQAndPartialsSkipTheTiles) {
   // its loaded bits straight to its fragments' words: no f32 tile and no
   // pack (FlashAFromBits).
   const std::string& code = source.source;
-  EXPECT_THAT(code, ::testing::HasSubstr("straight from the loaded bits (FlashAFromBits)"));
-  EXPECT_THAT(code, ::testing::HasSubstr("] = vector_bits(raw0[it], j, 4);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("x0 straight to x3's A fragments' words (FlashAFromBits)"));
+  EXPECT_THAT(code, ::testing::HasSubstr("w[j] = vector_bits(raw0[it], j, 4);"));
   EXPECT_EQ(code.find("float* const x0 ="), std::string::npos) << code;
   EXPECT_EQ(code.find("pack_f16x2(p0.x, p0.y)"), std::string::npos) << code;
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
+}
+
+// QK-norm's Q at qknorm_gqa_bs1's schedule (64 rows, 128 keys a step, two
+// groups of 4 warps, 16-way split: wgmma, Q's fragments in shared memory)
+// is normalized in registers on its way from the loaded bits to its
+// fragments (FlashQFromBits): a row's threads add their squares by
+// shuffles, and none of the norm's ops has a tile or a pass of its own.
+// Both groups' copies are stored. Compiled for sm_90a and sm_90.
+TEST(FlashOperands, QkNormsQOnItsWayToTheFragments) {
+  const FusedCase c = QkNormAttentionCase(2, 256, 64, 4096, DType::kF16);
+  SearchOptions options;
+  options.budget_seconds = 8;
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
+    bool tiles = true;  // 64 queries a block, 128 keys a step
+    for (size_t k = 0; k < s.map.size(); ++k) {
+      if (c.region.class_size[k] == Dim(256)) tiles &= s.tile[k] == 64;
+      if (c.region.class_size[k] == Dim(4096)) tiles &= s.tile[k] == 128;
+    }
+    return tiles && s.threads == 256 && s.loop_split == 16;
+  });
+  const std::string& code = source.source;
+  EXPECT_THAT(code, ::testing::HasSubstr("normalized (x8) in registers, a row's 8 threads' sums by shuffles"));
+  ExpectInOrder(code, {"ss += op_mul(v[j], v[j]);", "ss += __shfl_xor_sync(0xffffffffu, ss, 1);",
+                       "ss += __shfl_xor_sync(0xffffffffu, ss, 4);", "const float rs = op_rsqrt(op_add(op_mul(ss, ",
+                       "w[j] = pack_f16x2(op_mul(v[2 * j], rs), op_mul(v[2 * j + 1], rs));", "[(((4 + r / 16) * 4 + c / 16) * 32"});
+  EXPECT_EQ(code.find("// x1 = binary mul x0 x0"), std::string::npos) << code;
+  EXPECT_EQ(code.find("// x8 = binary mul x0 x7"), std::string::npos) << code;
+  EXPECT_EQ(code.find("float* const x0 ="), std::string::npos) << code;
   absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
   if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
 }
