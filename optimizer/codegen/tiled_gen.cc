@@ -656,8 +656,8 @@ absl::Status TiledGenerator::Generate() {
   EmitPhase(Phase::kAfter);
   EmitStores();
   if (split_axis >= 0 && split_together()) {
-    e_.Linef("if (threadIdx.x == 0 && p.together) split_count_out(counters + ", kSplitCounters, " * point, counted_out, ",
-             b_.loop_split, "u);");
+    e_.Linef("if (threadIdx.x == 0 && p.together) split_count_out(counters + ", kSplitCounters,
+             " * point, counted_out, ", b_.loop_split, "u);");
   }
   if (split_axis >= 0) e_.Close();  // the last block's part
   if (opened > 0) Sync();  // the next grid point overwrites every tile

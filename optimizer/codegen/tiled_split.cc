@@ -192,8 +192,8 @@ std::string TiledGenerator::FlushTarget(int i) const {
 void TiledGenerator::EmitSplitCombine(const std::string& point, const std::string& split) {
   const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
   const bool direct = FlashPartialsDirect();
-  e_.Linef("// split loop: partial accumulators to the workspace", direct ? " (from the flush)" : "", "; the last of the ",
-           b_.loop_split, " blocks of this grid point adds them in split order and goes on");
+  e_.Linef("// split loop: partial accumulators to the workspace", direct ? " (from the flush)" : "",
+           "; the last of the ", b_.loop_split, " blocks of this grid point adds them in split order and goes on");
   if (!direct) EmitSplitPartials(point, split);
   const std::vector<std::pair<int, int64_t>> accumulators = SplitAccumulators();
   for (const auto& [i, offset] : direct ? std::vector<std::pair<int, int64_t>>{} : accumulators) {
@@ -221,7 +221,8 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   Sync();
   const std::string counter = absl::StrCat("counters + ", kSplitCounters, " * point");
   if (share_.axis >= 0) {
-    e_.Line("unsigned counted_out = 0u;  // where every block goes on: its count out, read at the end (split_count_out)");
+    e_.Line("unsigned counted_out = 0u;  // where every block goes on: its count out, read at the end "
+            "(split_count_out)");
     e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (counted_out = split_gather(", counter, ", ",
              b_.loop_split, "u), true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   } else {

@@ -188,6 +188,24 @@ TEST(FlashOperands, ProductsTakeWgmmaOnHopper) {
   }
 }
 
+// The kernel of QK-norm case c's found candidate at 64 queries a block,
+// `keys` a step, `threads` and a `split`-way split.
+codegen::KernelSource QkNormKernel(const FusedCase& c, int64_t keys, int threads, int split) {
+  SearchOptions options;
+  options.budget_seconds = 8;
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  EXPECT_TRUE(r.candidate.has_value()) << r.report.ToString();
+  if (!r.candidate) return {};
+  return KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
+    bool tiles = true;
+    for (size_t k = 0; k < s.map.size(); ++k) {
+      if (c.region.class_size[k] == Dim(256)) tiles &= s.tile[k] == 64;
+      if (c.region.class_size[k] == Dim(4096)) tiles &= s.tile[k] == keys;
+    }
+    return tiles && s.threads == threads && s.loop_split == split;
+  });
+}
+
 // With the scores taken by wgmma and every warp in the flash step, K's
 // fold (QK-norm) runs under the scores' products. Head dim 128 (4 warps,
 // 64 rows, 4-way split): the deferred form, the fold, its barrier and the
@@ -204,18 +222,7 @@ TEST(FlashOperands, QkNormFoldRunsWhileTheScoresWgmmaDoes) {
   for (const int64_t head_dim : {128, 64}) {
     SCOPED_TRACE(head_dim);
     const FusedCase c = QkNormAttentionCase(16, 256, head_dim, 4096, DType::kF16);
-    SearchOptions options;
-    options.budget_seconds = 8;
-    SearchResult r = ValueOrFail(Superoptimize(c.region, options));
-    ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-    const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
-      bool tiles = true;  // 64 queries a block, 64 keys a step
-      for (size_t k = 0; k < s.map.size(); ++k) {
-        const bool rows_or_keys = c.region.class_size[k] == Dim(256) || c.region.class_size[k] == Dim(4096);
-        tiles &= !rows_or_keys || s.tile[k] == 64;
-      }
-      return tiles && s.threads == 128 && s.loop_split == 4;
-    });
+    const codegen::KernelSource source = QkNormKernel(c, 64, 128, 4);
     const size_t step = source.source.find("for (; step < lean_end; ++step) {");
     ASSERT_NE(step, std::string::npos) << source.source;
     const std::string loop = source.source.substr(step);
@@ -361,19 +368,8 @@ TEST(FlashOperands, ASplitLoopsQAndPartialsSkipTheTiles) {
 // shuffles, and none of the norm's ops has a tile or a pass of its own.
 // Both groups' copies are stored. Compiled for sm_90a and sm_90.
 TEST(FlashOperands, QkNormsQOnItsWayToTheFragments) {
-  const FusedCase c = QkNormAttentionCase(2, 256, 64, 4096, DType::kF16);
-  SearchOptions options;
-  options.budget_seconds = 8;
-  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
-  ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();
-  const codegen::KernelSource source = KernelWithSchedule(c.region, *r.candidate, [&](const Schedule& s) {
-    bool tiles = true;  // 64 queries a block, 128 keys a step
-    for (size_t k = 0; k < s.map.size(); ++k) {
-      if (c.region.class_size[k] == Dim(256)) tiles &= s.tile[k] == 64;
-      if (c.region.class_size[k] == Dim(4096)) tiles &= s.tile[k] == 128;
-    }
-    return tiles && s.threads == 256 && s.loop_split == 16;
-  });
+  const codegen::KernelSource source =
+      QkNormKernel(QkNormAttentionCase(2, 256, 64, 4096, DType::kF16), 128, 256, 16);
   const std::string& code = source.source;
   EXPECT_THAT(code, ::testing::HasSubstr("normalized (x8) in registers, a row's 8 threads' sums by shuffles"));
   ExpectInOrder(code, {"ss += op_mul(v[j], v[j]);", "ss += __shfl_xor_sync(0xffffffffu, ss, 1);",
