@@ -557,7 +557,7 @@ class TiledGenerator {
   // Q from its loaded bits straight to those words (QFromBits in
   // tiled_plans.h; tiled_packed_a.cc), and that store.
   QFromBits FlashQFromBits() const;
-  void EmitFlashAFromBits(int i);
+  void EmitFlashQFromBits(int i);
   // O's columns of tiles a warp holds, and the first (code), where the
   // warps share them out (FlashPlan::cols_split); else all, from 0.
   int64_t FlashOColumns() const;

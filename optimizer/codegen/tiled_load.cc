@@ -195,7 +195,7 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
     return;
   }
   if (!issue && flash_.pv >= 0 && i == FlashQFromBits().q) {
-    return EmitFlashAFromBits(i);
+    return EmitFlashQFromBits(i);
   }
   if (issue) {
     e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",

@@ -168,13 +168,13 @@ QFromBits TiledGenerator::FlashQFromBits() const {
   return found;
 }
 
-void TiledGenerator::EmitFlashAFromBits(int i) {
+void TiledGenerator::EmitFlashQFromBits(int i) {
   const QFromBits found = FlashQFromBits();
   const int64_t depth = matmuls_[flash_.scores].depth;
   const TileOp& op = b_.tile_ops[flash_.scores];
   e_.Linef("// x", i, found.sum >= 0 ? absl::StrCat(" normalized (x", op.args[0], ") in registers, a row's ", depth / 8,
                                                     " threads' sums by shuffles,") : "",
-           " straight to x", flash_.scores, "'s A fragments' words (FlashAFromBits)");
+           " straight to x", flash_.scores, "'s A fragments' words (FlashQFromBits)");
   OpenThreadTasks(i, /*from_last=*/false);
   e_.Linef("const int at = ", RowMajor(Sizes(tiles_[i]), TaskCoords(i, "l")), ", r = at / ", depth, ", c = at % ",
            depth, ";");

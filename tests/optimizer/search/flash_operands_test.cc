@@ -351,9 +351,9 @@ TEST(FlashOperands, ASplitLoopsQAndPartialsSkipTheTiles) {
   EXPECT_EQ(after.find("*reinterpret_cast<float4*>(mine"), std::string::npos) << after;
   // Q (f16, 8 a load along its depth, read by the scores alone) goes from
   // its loaded bits straight to its fragments' words: no f32 tile and no
-  // pack (FlashAFromBits).
+  // pack (FlashQFromBits).
   const std::string& code = source.source;
-  EXPECT_THAT(code, ::testing::HasSubstr("x0 straight to x3's A fragments' words (FlashAFromBits)"));
+  EXPECT_THAT(code, ::testing::HasSubstr("x0 straight to x3's A fragments' words (FlashQFromBits)"));
   EXPECT_THAT(code, ::testing::HasSubstr("w[j] = vector_bits(raw0[it], j, 4);"));
   EXPECT_EQ(code.find("float* const x0 ="), std::string::npos) << code;
   EXPECT_EQ(code.find("pack_f16x2(p0.x, p0.y)"), std::string::npos) << code;
