@@ -374,7 +374,8 @@ TEST(FlashOperands, QkNormsQOnItsWayToTheFragments) {
   EXPECT_THAT(code, ::testing::HasSubstr("normalized (x8) in registers, a row's 8 threads' sums by shuffles"));
   ExpectInOrder(code, {"ss += op_mul(v[j], v[j]);", "ss += __shfl_xor_sync(0xffffffffu, ss, 1);",
                        "ss += __shfl_xor_sync(0xffffffffu, ss, 4);", "const float rs = op_rsqrt(op_add(op_mul(ss, ",
-                       "w[j] = pack_f16x2(op_mul(v[2 * j], rs), op_mul(v[2 * j + 1], rs));", "[(((4 + r / 16) * 4 + c / 16) * 32"});
+                       "w[j] = pack_f16x2(op_mul(v[2 * j], rs), op_mul(v[2 * j + 1], rs));",
+                       "[(((4 + r / 16) * 4 + c / 16) * 32"});
   EXPECT_EQ(code.find("// x1 = binary mul x0 x0"), std::string::npos) << code;
   EXPECT_EQ(code.find("// x8 = binary mul x0 x7"), std::string::npos) << code;
   EXPECT_EQ(code.find("float* const x0 ="), std::string::npos) << code;
