@@ -158,7 +158,8 @@ void TiledGenerator::DropFlashTiles() {
 }
 
 void TiledGenerator::DeclareFlash() {
-  if (FlashQFromBits().q >= 0) Sync();  // Q's words, stored by other threads (none where it follows a barrier)
+  const bool q_from_bits = FlashQFromBits().q >= 0;
+  if (q_from_bits) Sync();  // Q's words, stored by other threads (none where it follows a barrier)
   const int64_t slabs = flash_.warp_slabs;
   e_.Linef("float o", flash_.pv, "[", slabs, "][", FlashOColumns(), "][4] = {};  // x", flash_.pv,
            "'s accumulator fragments: this warp's ", 16 * slabs, " rows",
@@ -173,7 +174,7 @@ void TiledGenerator::DeclareFlash() {
   const int a = b_.tile_ops[flash_.scores].args[0];
   const int64_t chunks = s.depth / 16;
   Read(a, false);
-  if (FlashQFromBits().q >= 0) {
+  if (q_from_bits) {
     return e_.Linef("const uint4* const qa = reinterpret_cast<const uint4*>(smem + ", flash_.a_offset, ");  // x",
                     flash_.scores, "'s A fragments, stored as x", a, " loaded");
   }
