@@ -656,16 +656,14 @@ class TiledGenerator {
   // waits for all of them (split_gather) and then combines and stores its
   // share of the point's rows along grid axis `axis`: [split_lo, split_hi)
   // of the `size` its tiles take there, `per` a block (rounded up so that
-  // every accumulator's share starts on 4 floats, for 16-byte loads).
+  // every accumulator's share starts on 4 floats, for 16-byte loads), or a
+  // row's elements in `parts` runs, a block each.
   // Otherwise (a grid too large to be resident at once) the last block to
   // count in does it all, and its share is every row. Planned where all
   // after the loop is elementwise (a share's outputs read its own rows) and,
   // in every tile the combine writes, the axis is outermost (a share is one
   // run of elements). axis -1: none (the last block only).
-  struct SplitShare {
-    int axis = -1;
-    int64_t size = 0, per = 0;
-  };
+  struct SplitShare { int axis = -1; int64_t size = 0, per = 0, parts = 1; };
   SplitShare share_;
   void PlanSplitShare();
   // Where tile t has the share's axis (of size above 1), or -1.
@@ -685,8 +683,11 @@ class TiledGenerator {
   // first block's, for outputs without the axis); empty without a share.
   std::string ShareKeeps(const TileInfo& t, const std::vector<std::string>& coords) const;
   // A split loop's combine of accumulator i (not a row sum) at `offset` in a
-  // block's partials, over the block's share (all of it for the last block).
-  void EmitCombineLoop(int i, int64_t offset, int64_t floats);
+  // block's partials, over the block's share (all of it for the last block);
+  // its vectors `width` floats, CombineGroup lanes each, (ahead) its loads.
+  int64_t CombineGroup(int i, int64_t offset, int64_t floats, int* width) const;
+  void EmitCombineLoop(int i, int64_t offset, int64_t floats, bool ahead);
+  void EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group, const std::string& ahead);
   // A split loop's running maxes: out to the workspace after the accumulators,
   // or (combine) the max over the blocks into shift<i>, each block's factor to
   // it (SplitFactors) and the row sums (SplitRowSum), then a barrier.

@@ -28,7 +28,10 @@
 // pay: the count out's atomic issued at the gather and its value read after
 // the stores (split_count_out), its round trip under the combine (gqa_bs1's
 // kernel 8.48 -> 7.90 us), and a flash loop's partials written from the
-// warps' registers (FlashPartialsDirect, 7.90 -> 7.66).
+// warps' registers (FlashPartialsDirect, 7.90 -> 7.66). And where a
+// point's rows are fewer than half of its many blocks (MLA's decode step:
+// 16 rows, 64 blocks), runs of a row a block, lanes in groups a vector,
+// their loads under the maxes' pass (EmitCombineLoop).
 #include <numeric>
 #include <string>
 #include <utility>
@@ -93,7 +96,7 @@ void TiledGenerator::PlanSplitShare() {
       ok = ok && Outermost(t, d) && (size == 0 || size == t.axes[d].size);
       size = t.axes[d].size;
     }
-    if (ok && size > std::max<int64_t>(1, share_.size)) share_ = SplitShare{g, size, 0};
+    if (ok && size > std::max<int64_t>(1, share_.size)) share_ = SplitShare{g, size, 0, 1};
   }
   if (share_.axis < 0) return;
   share_.per = (share_.size + b_.loop_split - 1) / b_.loop_split;
@@ -109,6 +112,33 @@ void TiledGenerator::PlanSplitShare() {
   for (const auto& [acc, rows] : follows) {
     if (ShareAxisOf(rows) >= 0 && ShareAxisOf(acc) < 0) share_ = SplitShare{};
   }
+  if (share_.axis < 0 || share_.per != 1 || 2 * share_.size > b_.loop_split || b_.loop_split <= 16) return;
+  // Fewer rows than half the blocks, and many blocks (over 16: a row's
+  // partials are many): a row's elements in `parts` runs, a block each
+  // (every block of a row takes the row's maxes and sums). Each tile with
+  // the axis splits evenly, in whole 16-byte runs where its rows are. On an
+  // H100 MLA's decode step (16 rows of 256 floats, 64 blocks) combined in
+  // 2.6 us a row a block (its 64 KiB of partials on one SM) and in 1.2 a
+  // quarter row a block: 13.3 -> 11.8 us for the three kernels,
+  // hand-edited.
+  std::vector<int> ranged;  // the tiles read or written a share at a time
+  for (const auto& [i, offset] : SplitAccumulators()) ranged.push_back(i);
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    if (phase_[i] == Phase::kAfter) ranged.push_back(static_cast<int>(i));
+  }
+  for (const ugraph::OutputSaver& o : b_.outputs) ranged.push_back(o.value);
+  const auto even = [&](int64_t parts) {
+    for (int i : ranged) {
+      const int d = ShareAxisOf(tiles_[i]);
+      if (d < 0) continue;
+      const int64_t stride = Product(Sizes(tiles_[i]), d + 1, tiles_[i].axes.size());
+      if (stride > 1 && (stride % parts != 0 || (stride % 4 == 0 && stride / parts % 4 != 0))) return false;
+    }
+    return true;
+  };
+  for (int64_t parts = b_.loop_split / share_.size; parts > 1 && share_.parts == 1; --parts) {
+    if (even(parts)) share_.parts = parts;
+  }
 }
 
 int TiledGenerator::ShareAxisOf(const TileInfo& t) const {
@@ -117,13 +147,22 @@ int TiledGenerator::ShareAxisOf(const TileInfo& t) const {
 
 bool TiledGenerator::ShareAligned(const TileInfo& t, int width) const {
   const int d = ShareAxisOf(t);
-  return d < 0 || share_.per * Product(Sizes(t), d + 1, t.axes.size()) % width == 0;
+  if (d < 0) return true;
+  const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
+  if (share_.parts > 1 && stride > 1) return stride % width == 0 && stride / share_.parts % width == 0;
+  return share_.per * stride % width == 0;
 }
 
 std::pair<std::string, std::string> TiledGenerator::ShareRange(const TileInfo& t) const {
   const int d = ShareAxisOf(t);
   if (!Outermost(t, d)) return {"0", absl::StrCat(t.elements())};
   const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
+  if (share_.parts > 1 && stride > 1) {
+    // A run of the block's row (none where the block has no row).
+    const int64_t run = stride / share_.parts;
+    const std::string lo = absl::StrCat("split_lo * ", stride, " + split_part * ", run);
+    return {lo, absl::StrCat("(p.together ? ", lo, " + (split_hi - split_lo) * ", run, " : split_hi * ", stride, ")")};
+  }
   if (stride == 1) return {"split_lo", "split_hi"};
   return {absl::StrCat("split_lo * ", stride), absl::StrCat("split_hi * ", stride)};
 }
@@ -131,7 +170,8 @@ std::pair<std::string, std::string> TiledGenerator::ShareRange(const TileInfo& t
 int64_t TiledGenerator::ShareElements(const TileInfo& t) const {
   const int d = ShareAxisOf(t);
   if (!Outermost(t, d)) return t.elements();
-  return share_.per * Product(Sizes(t), d + 1, t.axes.size());
+  const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
+  return share_.per * (stride > 1 ? stride / share_.parts : stride);
 }
 
 void TiledGenerator::OpenShareLinear(const TileInfo& t, int width) {
@@ -149,10 +189,15 @@ void TiledGenerator::OpenShareRows(const TileInfo& t) {
 
 std::string TiledGenerator::ShareKeeps(const TileInfo& t, const std::vector<std::string>& coords) const {
   if (share_.axis < 0) return "";
+  // Where a row's blocks share it out, the first of them stores what the
+  // others would store again.
+  const std::string first = share_.parts > 1 ? "split_part == 0" : "";
   const int d = ShareAxisOf(t);
-  if (d < 0) return "split_lo == 0";
-  if (Outermost(t, d)) return "";  // OpenShareLinear's range
-  return absl::StrCat(coords[d], " >= split_lo && ", coords[d], " < split_hi");
+  if (d < 0) return first.empty() ? "split_lo == 0" : "split_lo == 0 && " + first;
+  if (Outermost(t, d)) {  // OpenShareLinear's range: all of the row's, or its run
+    return Product(Sizes(t), d + 1, t.axes.size()) == 1 ? first : "";
+  }
+  return absl::StrCat(coords[d], " >= split_lo && ", coords[d], " < split_hi", first.empty() ? "" : " && ", first);
 }
 
 void TiledGenerator::EmitSplitPartials(const std::string& point, const std::string& split) {
@@ -233,16 +278,25 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   if (share_.axis >= 0) {
     const int64_t per = share_.per;
     e_.Linef("// the rows (grid axis ", share_.axis, "'s tile) this block combines and stores: all for the last block; "
-             "its share where every block goes on (p.together)");
-    e_.Linef("const int split_lo = p.together ? min(", share_.size, ", static_cast<int>(", split, ") * ", per,
-             ") : 0;");
+             "its share where every block goes on (p.together)", share_.parts > 1 ? ", a run of a row's elements" : "");
+    if (share_.parts > 1) {
+      e_.Linef("const int split_part = p.together ? static_cast<int>(", split, ") % ", share_.parts, " : 0;");
+      e_.Linef("const int split_lo = p.together ? min(", share_.size, ", static_cast<int>(", split, ") / ",
+               share_.parts, " * ", per, ") : 0;");
+    } else {
+      e_.Linef("const int split_lo = p.together ? min(", share_.size, ", static_cast<int>(", split, ") * ", per,
+               ") : 0;");
+    }
     e_.Linef("const int split_hi = p.together ? min(", share_.size, ", split_lo + ", per, ") : ", share_.size, ";");
   }
   // Sums taken against running maxes are first brought to the max of the
   // blocks' (FlashDecoding's combine).
+  for (const auto& [i, offset] : accumulators) {
+    if (!SplitRowSum(i)) EmitCombineLoop(i, offset, floats, /*ahead=*/true);
+  }
   EmitSplitShifts(split, floats, /*combine=*/true);
   for (const auto& [i, offset] : accumulators) {
-    if (!SplitRowSum(i)) EmitCombineLoop(i, offset, floats);  // row sums: EmitSplitShifts
+    if (!SplitRowSum(i)) EmitCombineLoop(i, offset, floats, /*ahead=*/false);  // row sums: EmitSplitShifts
   }
   // Every block of the point has counted: the counter is free for the next
   // launch (where every block goes on, the last out frees both at the end
@@ -251,38 +305,161 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
            " * point] = 0u;");
 }
 
-void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats) {
-  // Each thread's loads of all blocks' partials are independent (the q
+int64_t TiledGenerator::CombineGroup(int i, int64_t offset, int64_t floats, int* width) const {
+  *width = offset % 4 == 0 && floats % 4 == 0 && FourShareARow(i) && ShareAligned(tiles_[i], 4) ? 4 : 1;
+  if (share_.axis < 0 || b_.loop_split <= 16) return 1;
+  const int64_t vectors = (ShareElements(tiles_[i]) + *width - 1) / *width;
+  int64_t group = 1;
+  while (group < 16 && 2 * group <= b_.loop_split && 2 * group * vectors <= b_.threads) group *= 2;
+  return group;
+}
+
+void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool ahead) {
+  // Each thread's loads of the blocks' partials are independent (the q
   // loop unrolled) and, where four consecutive elements share one row's
-  // factor, 16 bytes wide: the last block's combine is a few L2 round
-  // trips, not one per element and block. The sum's order is the same.
-  const std::vector<int64_t> sizes = Sizes(tiles_[i]);
-  const bool rescaled = b_.tile_ops[i].rescale >= 0;
-  const int width = offset % 4 == 0 && floats % 4 == 0 && FourShareARow(i) && ShareAligned(tiles_[i], 4) ? 4 : 1;
-  const char* lanes[] = {".x", ".y", ".z", ".w"};
-  OpenShareLinear(tiles_[i], width);
-  const std::string factor = rescaled ? absl::StrCat(" * f", i) : "";
-  const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
-  e_.Line(width == 4 ? "float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);" : "float sum = 0.0f;");
-  e_.Linef("#pragma unroll", b_.loop_split > 16 ? " 16" : "");
-  e_.Open(absl::StrCat("for (int q = 0; q < ", b_.loop_split, "; ++q)"));
-  const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
-  if (rescaled) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
-  if (width == 4) {
-    e_.Linef("const float4 v = __ldcg(reinterpret_cast<const float4*>(", at, "));");
-    for (const char* lane : lanes) e_.Linef("sum", lane, " += v", lane, factor, ";");
-  } else {
-    e_.Linef("sum += __ldcg(", at, ")", factor, ";");
+  // factor, 16 bytes wide: the combine is a few L2 round trips, not one per
+  // element and block. Where the blocks are many (over 16) and a share has
+  // few vectors, `group` consecutive lanes take each vector, a lane every
+  // group-th block, and add their sums by shuffles (MLA's quarter rows: 16
+  // vectors, 256 threads, 64 blocks: 4 loads a lane where a lane alone
+  // would take 64). The last block alone (no p.together) takes the same
+  // sums in one thread, in the same order: the output does not depend on
+  // the launch. Where lanes are grouped, each has one vector at most and
+  // its loads fit in registers, they are issued before the maxes' pass
+  // (`ahead`), their round trip under its own. On an H100, MLA's middle
+  // kernel (hand-edited) combined in 2.6 us a row a block and in 1.2 a
+  // quarter row; its three kernels as generated ran 11.2 us without the
+  // loads ahead, 11.0 with them, and 11.2 with them after the maxes' pass.
+  int width = 1;
+  const int64_t group = CombineGroup(i, offset, floats, &width);
+  const int64_t per_lane = (b_.loop_split + group - 1) / group;
+  const int64_t vectors = (ShareElements(tiles_[i]) + width - 1) / width;
+  const bool early = group > 1 && per_lane <= 16 && group * vectors <= b_.threads;
+  if (ahead) {
+    if (!early) return;
+    const auto [lo, hi] = ShareRange(tiles_[i]);
+    e_.Linef("// x", i, "'s partials, loaded under the maxes' pass: a vector a lane at most");
+    e_.Linef(width == 4 ? "float4" : "float", " ahead", i, "[", per_lane, "];");
+    e_.Linef("const int la", i, " = ", lo == "0" ? "" : lo + " + ", "threadIdx.x / ", group,
+             width == 1 ? "" : absl::StrCat(" * ", width), ";");
+    e_.Open(absl::StrCat("if (p.together && la", i, " < ", hi, ")"));
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int k = 0; k < ", per_lane, "; ++k)"));
+    e_.Linef("const int q = threadIdx.x % ", group, " + k * ", group, ";");
+    const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + la", i);
+    const std::string load = width == 4 ? absl::StrCat("__ldcg(reinterpret_cast<const float4*>(", at, "))")
+                                        : absl::StrCat("__ldcg(", at, ")");
+    e_.Linef(b_.loop_split % group == 0 ? "" : absl::StrCat("if (q < ", b_.loop_split, ") "), "ahead", i,
+             "[k] = ", load, ";");
+    e_.Close();
+    e_.Close();
+    return;
   }
+  if (group == 1) {
+    EmitCombineVectors(i, offset, floats, width, 1, "");
+  } else {
+    e_.Open("if (p.together)");
+    EmitCombineVectors(i, offset, floats, width, group, early ? absl::StrCat("ahead", i) : "");
+    e_.Close();
+    e_.Open("else");
+    EmitCombineVectors(i, offset, floats, width, -group, "");
+    e_.Close();
+  }
+  // Four elements a thread, a group's, or a share: not the linear loop's
+  // (OpenLinear) mapping.
+  Wrote(i, width == 1 && share_.axis < 0);
+}
+
+void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group,
+                                        const std::string& ahead) {
+  // group < 0: one thread takes the -group lanes' sums.
+  const char* lanes[] = {".x", ".y", ".z", ".w"};
+  const int64_t groups = group < 0 ? -group : group;
+  const bool lanes_apart = group > 1, one_thread = group < -1;
+  if (!lanes_apart) {
+    OpenShareLinear(tiles_[i], width);
+  } else {
+    const auto [lo, hi] = ShareRange(tiles_[i]);
+    e_.Open(absl::StrCat("for (int l = ", lo == "0" ? "" : lo + " + ", "threadIdx.x / ", group,
+                         width == 1 ? "" : absl::StrCat(" * ", width), "; l < ", hi, "; l += ",
+                         b_.threads / group * width, ")"));
+    e_.Linef("const int g = threadIdx.x % ", group, ";  // the lane's blocks: g, g + ", group, ", ...");
+  }
+  const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+  const std::string factor = b_.tile_ops[i].rescale >= 0 ? absl::StrCat(" * f", i) : "";
+  const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
+  const std::string type = width == 4 ? "float4" : "float";
+  const std::string zero = width == 4 ? "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" : "0.0f";
+  if (one_thread) {
+    e_.Linef(type, " sums[", groups, "];  // the lanes' sums: group g's in sums[g]");
+    e_.Line("#pragma unroll");
+    e_.Linef("for (int g = 0; g < ", groups, "; ++g) sums[g] = ", zero, ";");
+  } else {
+    e_.Linef(type, " sum = ", zero, ";");
+  }
+  // One thread's lanes: a lane's loads at a time in flight, not all of them.
+  const int64_t per_lane = (b_.loop_split + groups - 1) / groups;
+  e_.Linef("#pragma unroll", one_thread ? " 1" : per_lane > 16 ? " 16" : "");
+  if (groups == 1) {
+    e_.Open(absl::StrCat("for (int q = 0; q < ", b_.loop_split, "; ++q)"));
+  } else {
+    e_.Open(absl::StrCat("for (int k = 0; k < ", per_lane, "; ++k)"));
+    if (one_thread) {
+      e_.Line("#pragma unroll");
+      e_.Open(absl::StrCat("for (int g = 0; g < ", groups, "; ++g)"));
+    }
+    e_.Linef("const int q = g + k * ", groups, ";");
+    if (b_.loop_split % groups != 0) e_.Linef("if (q >= ", b_.loop_split, ") break;");
+  }
+  const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
+  if (!factor.empty()) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
+  const std::string sum = one_thread ? "sums[g]" : "sum";
+  if (!ahead.empty()) {
+    e_.Linef("const ", type, " v = ", ahead, "[k];");
+  } else if (width == 4) {
+    e_.Linef("const float4 v = __ldcg(reinterpret_cast<const float4*>(", at, "));");
+  } else {
+    e_.Linef("const float v = __ldcg(", at, ");");
+  }
+  for (int k = 0; k < (width == 4 ? 4 : 1); ++k) {
+    const std::string lane = width == 4 ? lanes[k] : "";
+    e_.Linef(sum, lane, " += v", lane, factor, ";");
+  }
+  if (one_thread) e_.Close();
   e_.Close();
+  if (lanes_apart) {
+    // A group's lanes take the same l: converged, each group its mask. The
+    // sums meet in a pairwise tree.
+    e_.Linef("const unsigned lanes = ((1u << ", group, ") - 1) << (threadIdx.x % 32 / ", group, " * ", group, ");");
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int w = 1; w < ", group, "; w *= 2)"));
+    for (int k = 0; k < (width == 4 ? 4 : 1); ++k) {
+      const std::string lane = width == 4 ? lanes[k] : "";
+      e_.Linef("sum", lane, " += __shfl_xor_sync(lanes, sum", lane, ", w);");
+    }
+    e_.Close();
+    e_.Open("if (g == 0)");
+  } else if (one_thread) {
+    e_.Line("// the lanes' tree: lane 0's adds, in its order");
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int w = 1; w < ", groups, "; w *= 2)"));
+    e_.Line("#pragma unroll");
+    e_.Open(absl::StrCat("for (int g = 0; g < ", groups, "; g += 2 * w)"));
+    for (int k = 0; k < (width == 4 ? 4 : 1); ++k) {
+      const std::string lane = width == 4 ? lanes[k] : "";
+      e_.Linef("sums[g]", lane, " += sums[g + w]", lane, ";");
+    }
+    e_.Close();
+    e_.Close();
+    e_.Linef("const ", type, " sum = sums[0];");
+  }
   if (width == 4) {
     for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = sum", lanes[k], ";");
   } else {
     e_.Linef(Buffer(i), "[l] = sum;");
   }
+  if (lanes_apart) e_.Close();
   e_.Close();
-  // Four elements a thread, or a share: not the linear loop's (OpenLinear) mapping.
-  Wrote(i, width == 1 && share_.axis < 0);
 }
 
 void TiledGenerator::EmitSplitShifts(const std::string& split, int64_t floats, bool combine) {

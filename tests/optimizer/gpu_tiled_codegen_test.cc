@@ -278,6 +278,8 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
   // kept in registers, must skip the zeros past K's end. The 1/K of the
   // mean on each step's sum and on each square, whole and split. Tiles of
   // 32 and 16 columns: tensor cores on rows of 4 and 2 swizzled vectors.
+  // 32 blocks: lanes in groups a vector (Run checks the combine's bits
+  // both ways).
   const Variant variants[] = {{{}, false},
                               {{.n = 32}, false},
                               {{.m = 16, .k = 64, .n = 16, .split = 3}, false},
@@ -288,7 +290,8 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
                               {{.split = 3}, false, 1.0},
                               {{}, false, 0, Mean::kOnStepSum},
                               {{.m = 5, .k = 30, .n = 24, .split = 3}, false, 1.0, Mean::kOnStepSum},
-                              {{.split = 3}, false, 0, Mean::kOnSquares}};
+                              {{.split = 3}, false, 0, Mean::kOnSquares},
+                              {{.split = 32}, false}};
   for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
     for (const Shape3& s : kShapes) {
       for (const Variant& v : variants) {
@@ -395,7 +398,9 @@ TEST_F(GpuTiledCodegen, GatedMlpMatchesACpuLoop) {
       const std::vector<double> gate = MatmulRef(dtype, x, w1, s.m, s.k, s.n);
       std::vector<double> expected = MatmulRef(dtype, x, w2, s.m, s.k, s.n);
       for (size_t i = 0; i < expected.size(); ++i) expected[i] *= gate[i] / (1.0 + std::exp(-gate[i]));
-      for (const Tiles& tiles : {Tiles{.k = 32}, Tiles{.k = 32, .split = 5}, Tiles{.m = 8, .k = 128, .n = 32}}) {
+      // 64 blocks for 16 rows: a run of a row a block, lanes in groups.
+      for (const Tiles& tiles : {Tiles{.k = 32}, Tiles{.k = 32, .split = 5}, Tiles{.m = 8, .k = 128, .n = 32},
+                                 Tiles{.m = 16, .k = 64, .n = 64, .split = 64}}) {
         SCOPED_TRACE(absl::StrCat("tiles ", tiles.m, "x", tiles.k, "x", tiles.n, " split ", tiles.split));
         absl::StatusOr<std::vector<float>> out = Run(GatedMlp(dtype, s.m, s.k, s.n, tiles), {{0, x}, {1, w1}, {2, w2}}, 3);
         ASSERT_TRUE(out.ok()) << out.status();

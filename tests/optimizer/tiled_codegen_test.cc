@@ -246,6 +246,47 @@ TEST(TiledCodegen, ASplitLoopSharesOutItsCombineWhenEveryBlockIsResident) {
   EXPECT_THAT(lora->source, ::testing::Not(::testing::HasSubstr("p.together ?")));
 }
 
+// Fewer rows than half the blocks (gated MLP: 16 rows, 64 blocks): each
+// row's 64 columns in 4 runs of 16, a block each, and 16 lanes a vector of
+// 4, each lane every 16th block's partials, loaded before the pass over
+// the maxes and added by shuffles. The last block alone adds the same sums
+// in the same order in one thread (the GPU test checks the bits).
+TEST(TiledCodegen, FewRowsAreSharedOutInRunsOfARow) {
+  const KernelGraph graph = GatedMlp(DType::kF16, 16, 4096, 64, {.m = 16, .k = 64, .n = 64, .split = 64});
+  absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_TRUE(source->split_together);
+  const std::string& code = source->source;
+  EXPECT_THAT(code, ::testing::HasSubstr("const int split_part = p.together ? static_cast<int>(blockIdx.z) % 4 : 0;"));
+  EXPECT_THAT(code, ::testing::HasSubstr(
+                        "const int split_lo = p.together ? min(16, static_cast<int>(blockIdx.z) / 4 * 1) : 0;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("split_lo * 64 + split_part * 16"));
+  const size_t ahead = code.find("'s partials, loaded under the maxes' pass");
+  const size_t combine = code.find("if (p.together)", ahead);
+  ASSERT_NE(ahead, std::string::npos) << code;
+  EXPECT_LT(code.find("const int split_hi"), ahead);
+  EXPECT_NE(combine, std::string::npos);
+  EXPECT_THAT(code, ::testing::HasSubstr("const int q = threadIdx.x % 16 + k * 16;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("__shfl_xor_sync(lanes, sum.x, w);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("sums[g].x += sums[g + w].x;"));
+  // The stores walk the block's run of its row.
+  const size_t store = code.find("store_f16", combine);
+  ASSERT_NE(store, std::string::npos) << code;
+  EXPECT_NE(code.rfind("for (int l = split_lo * 64 + split_part * 16 + threadIdx.x;", store), std::string::npos)
+      << code;
+  ExpectCompiles(graph);
+
+  // RMSNorm's linear at 32 blocks (a GPU test's variant): rows 4 a block
+  // (its sum of squares, 4 floats a share), lanes in groups all the same.
+  const KernelGraph norm = RmsNormLinear(DType::kF16, 17, 4097, 256, {.split = 32});
+  absl::StatusOr<codegen::KernelSource> grouped = Generate(norm);
+  ASSERT_TRUE(grouped.ok()) << grouped.status();
+  EXPECT_THAT(grouped->source, ::testing::HasSubstr("// the lane's blocks: g, g + "));
+  EXPECT_THAT(grouped->source, ::testing::HasSubstr("sums[g].x += sums[g + w].x;"));
+  EXPECT_THAT(grouped->source, ::testing::Not(::testing::HasSubstr("split_part")));
+  ExpectCompiles(norm);
+}
+
 // The last block sums the partials four elements a thread, which is not
 // the mapping of the linear loops after it: a barrier comes between (here
 // nothing else would force one: the output stores the sum as it is).
