@@ -414,16 +414,13 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
   const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
   if (!factor.empty()) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
   const std::string sum = one_thread ? "sums[g]" : "sum";
-  if (!ahead.empty()) {
-    e_.Linef("const ", type, " v = ", ahead, "[k];");
-  } else if (width == 4) {
-    e_.Linef("const float4 v = __ldcg(reinterpret_cast<const float4*>(", at, "));");
+  const std::string value = !ahead.empty() ? absl::StrCat(ahead, "[k]") : absl::StrCat("__ldcg(", at, ")");
+  if (width == 4) {
+    e_.Linef("const float4 v = ", ahead.empty() ? absl::StrCat("__ldcg(reinterpret_cast<const float4*>(", at, "))")
+                                                : value, ";");
+    for (const char* lane : lanes) e_.Linef(sum, lane, " += v", lane, factor, ";");
   } else {
-    e_.Linef("const float v = __ldcg(", at, ");");
-  }
-  for (int k = 0; k < (width == 4 ? 4 : 1); ++k) {
-    const std::string lane = width == 4 ? lanes[k] : "";
-    e_.Linef(sum, lane, " += v", lane, factor, ";");
+    e_.Linef(sum, " += ", value, factor, ";");
   }
   if (one_thread) e_.Close();
   e_.Close();
