@@ -374,6 +374,8 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
                                         const std::string& ahead) {
   // group < 0: one thread takes the -group lanes' sums.
   const char* lanes[] = {".x", ".y", ".z", ".w"};
+  const std::vector<std::string> components = width == 4 ? std::vector<std::string>(lanes, lanes + 4)
+                                                         : std::vector<std::string>{""};
   const int64_t groups = group < 0 ? -group : group;
   const bool lanes_apart = group > 1, one_thread = group < -1;
   if (!lanes_apart) {
@@ -430,10 +432,7 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
     e_.Linef("const unsigned lanes = ((1u << ", group, ") - 1) << (threadIdx.x % 32 / ", group, " * ", group, ");");
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int w = 1; w < ", group, "; w *= 2)"));
-    for (int k = 0; k < (width == 4 ? 4 : 1); ++k) {
-      const std::string lane = width == 4 ? lanes[k] : "";
-      e_.Linef("sum", lane, " += __shfl_xor_sync(lanes, sum", lane, ", w);");
-    }
+    for (const std::string& c : components) e_.Linef("sum", c, " += __shfl_xor_sync(lanes, sum", c, ", w);");
     e_.Close();
     e_.Open("if (g == 0)");
   } else if (one_thread) {
@@ -442,10 +441,7 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
     e_.Open(absl::StrCat("for (int w = 1; w < ", groups, "; w *= 2)"));
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int g = 0; g < ", groups, "; g += 2 * w)"));
-    for (int k = 0; k < (width == 4 ? 4 : 1); ++k) {
-      const std::string lane = width == 4 ? lanes[k] : "";
-      e_.Linef("sums[g]", lane, " += sums[g + w]", lane, ";");
-    }
+    for (const std::string& c : components) e_.Linef("sums[g]", c, " += sums[g + w]", c, ";");
     e_.Close();
     e_.Close();
     e_.Linef("const ", type, " sum = sums[0];");
