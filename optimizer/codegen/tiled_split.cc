@@ -60,6 +60,23 @@ bool Outermost(const TileInfo& t, int d) {
   return d >= 0;
 }
 
+// The elements of tile t inside one index of its axis d: a row's, for the
+// share's axis.
+int64_t RowLength(const TileInfo& t, int d) { return Product(Sizes(t), d + 1, t.axes.size()); }
+
+// A load of the partials at `at` (code), `width` floats (1 or 4).
+std::string PartialLoad(const std::string& at, int width) {
+  return width == 4 ? absl::StrCat("__ldcg(reinterpret_cast<const float4*>(", at, "))")
+                    : absl::StrCat("__ldcg(", at, ")");
+}
+
+// The first element of a share from `lo` that lanes in groups of `group`
+// take, `width` a vector.
+std::string GroupFirst(const std::string& lo, int64_t group, int width) {
+  return absl::StrCat(lo == "0" ? "" : lo + " + ", "threadIdx.x / ", group,
+                      width == 1 ? "" : absl::StrCat(" * ", width));
+}
+
 }  // namespace
 
 void TiledGenerator::PlanSplitShare() {
@@ -103,7 +120,7 @@ void TiledGenerator::PlanSplitShare() {
   for (const auto& [i, offset] : SplitAccumulators()) {
     const int d = ShareAxisOf(tiles_[i]);
     if (d < 0 || SplitRowSum(i)) continue;  // row sums are added a row a thread
-    const int64_t stride = Product(Sizes(tiles_[i]), d + 1, tiles_[i].axes.size());
+    const int64_t stride = RowLength(tiles_[i], d);
     const int64_t align = 4 / std::gcd<int64_t>(stride, 4);
     share_.per = (share_.per + align - 1) / align * align;
   }
@@ -131,7 +148,7 @@ void TiledGenerator::PlanSplitShare() {
     for (int i : ranged) {
       const int d = ShareAxisOf(tiles_[i]);
       if (d < 0) continue;
-      const int64_t stride = Product(Sizes(tiles_[i]), d + 1, tiles_[i].axes.size());
+      const int64_t stride = RowLength(tiles_[i], d);
       if (stride > 1 && (stride % parts != 0 || (stride % 4 == 0 && stride / parts % 4 != 0))) return false;
     }
     return true;
@@ -148,7 +165,7 @@ int TiledGenerator::ShareAxisOf(const TileInfo& t) const {
 bool TiledGenerator::ShareAligned(const TileInfo& t, int width) const {
   const int d = ShareAxisOf(t);
   if (d < 0) return true;
-  const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
+  const int64_t stride = RowLength(t, d);
   if (share_.parts > 1 && stride > 1) return stride % width == 0 && stride / share_.parts % width == 0;
   return share_.per * stride % width == 0;
 }
@@ -156,7 +173,7 @@ bool TiledGenerator::ShareAligned(const TileInfo& t, int width) const {
 std::pair<std::string, std::string> TiledGenerator::ShareRange(const TileInfo& t) const {
   const int d = ShareAxisOf(t);
   if (!Outermost(t, d)) return {"0", absl::StrCat(t.elements())};
-  const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
+  const int64_t stride = RowLength(t, d);
   if (share_.parts > 1 && stride > 1) {
     // A run of the block's row (none where the block has no row).
     const int64_t run = stride / share_.parts;
@@ -170,7 +187,7 @@ std::pair<std::string, std::string> TiledGenerator::ShareRange(const TileInfo& t
 int64_t TiledGenerator::ShareElements(const TileInfo& t) const {
   const int d = ShareAxisOf(t);
   if (!Outermost(t, d)) return t.elements();
-  const int64_t stride = Product(Sizes(t), d + 1, t.axes.size());
+  const int64_t stride = RowLength(t, d);
   return share_.per * (stride > 1 ? stride / share_.parts : stride);
 }
 
@@ -195,7 +212,7 @@ std::string TiledGenerator::ShareKeeps(const TileInfo& t, const std::vector<std:
   const int d = ShareAxisOf(t);
   if (d < 0) return first.empty() ? "split_lo == 0" : "split_lo == 0 && " + first;
   if (Outermost(t, d)) {  // OpenShareLinear's range: all of the row's, or its run
-    return Product(Sizes(t), d + 1, t.axes.size()) == 1 ? first : "";
+    return RowLength(t, d) == 1 ? first : "";
   }
   return absl::StrCat(coords[d], " >= split_lo && ", coords[d], " < split_hi", first.empty() ? "" : " && ", first);
 }
@@ -340,17 +357,14 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
     const auto [lo, hi] = ShareRange(tiles_[i]);
     e_.Linef("// x", i, "'s partials, loaded under the maxes' pass: a vector a lane at most");
     e_.Linef(width == 4 ? "float4" : "float", " ahead", i, "[", per_lane, "];");
-    e_.Linef("const int la", i, " = ", lo == "0" ? "" : lo + " + ", "threadIdx.x / ", group,
-             width == 1 ? "" : absl::StrCat(" * ", width), ";");
+    e_.Linef("const int la", i, " = ", GroupFirst(lo, group, width), ";");
     e_.Open(absl::StrCat("if (p.together && la", i, " < ", hi, ")"));
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int k = 0; k < ", per_lane, "; ++k)"));
     e_.Linef("const int q = threadIdx.x % ", group, " + k * ", group, ";");
     const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + la", i);
-    const std::string load = width == 4 ? absl::StrCat("__ldcg(reinterpret_cast<const float4*>(", at, "))")
-                                        : absl::StrCat("__ldcg(", at, ")");
     e_.Linef(b_.loop_split % group == 0 ? "" : absl::StrCat("if (q < ", b_.loop_split, ") "), "ahead", i,
-             "[k] = ", load, ";");
+             "[k] = ", PartialLoad(at, width), ";");
     e_.Close();
     e_.Close();
     return;
@@ -382,8 +396,7 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
     OpenShareLinear(tiles_[i], width);
   } else {
     const auto [lo, hi] = ShareRange(tiles_[i]);
-    e_.Open(absl::StrCat("for (int l = ", lo == "0" ? "" : lo + " + ", "threadIdx.x / ", group,
-                         width == 1 ? "" : absl::StrCat(" * ", width), "; l < ", hi, "; l += ",
+    e_.Open(absl::StrCat("for (int l = ", GroupFirst(lo, group, width), "; l < ", hi, "; l += ",
                          b_.threads / group * width, ")"));
     e_.Linef("const int g = threadIdx.x % ", group, ";  // the lane's blocks: g, g + ", group, ", ...");
   }
@@ -416,10 +429,9 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
   const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
   if (!factor.empty()) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
   const std::string sum = one_thread ? "sums[g]" : "sum";
-  const std::string value = !ahead.empty() ? absl::StrCat(ahead, "[k]") : absl::StrCat("__ldcg(", at, ")");
+  const std::string value = !ahead.empty() ? absl::StrCat(ahead, "[k]") : PartialLoad(at, width);
   if (width == 4) {
-    e_.Linef("const float4 v = ", ahead.empty() ? absl::StrCat("__ldcg(reinterpret_cast<const float4*>(", at, "))")
-                                                : value, ";");
+    e_.Linef("const float4 v = ", value, ";");
     for (const char* lane : lanes) e_.Linef(sum, lane, " += v", lane, factor, ";");
   } else {
     e_.Linef(sum, " += ", value, factor, ";");
