@@ -285,8 +285,11 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     // Its blocks start while the kernel before it finishes (it waits for
     // that kernel before touching memory: GenerateKernel). On the H100,
     // back-to-back launches of rmsnorm_linear_bs1's kernel took 0.3 us
-    // less each.
-    config.early = true;
+    // less each. One that copies inputs before that wait
+    // (inputs_before_wait) starts so only after another of its graph's
+    // kernels: the kernel before it is then that one, which itself waited
+    // for everything before the graph.
+    config.early = launches > 0 || !kernel.source.inputs_before_wait;
     // The kernel's one parameter: { char* t[]; long long s[]; int* err; char* ws; unsigned* counters;
     // unsigned together; }.
     std::vector<uint64_t> params;

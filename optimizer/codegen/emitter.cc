@@ -62,6 +62,13 @@ Emitter::Emitter(const ugraph::KernelGraph& graph, const ugraph::Kernel& kernel)
   for (const auto& o : b.outputs) symbols_.Add(o.shift);
 }
 
+int Emitter::kernel_index() const {
+  for (size_t k = 0; k < graph_.kernels.size(); ++k) {
+    if (&graph_.kernels[k] == &kernel_) return static_cast<int>(k);
+  }
+  return -1;
+}
+
 void Emitter::UseIndex32(bool on) {
   KILN_CHECK(code_.empty(), "the index type is chosen before any code is emitted");
   index32_ = on;

@@ -86,6 +86,8 @@ class Emitter {
   std::string Linearize(const std::vector<std::string>& coords, const Shape& shape);
 
   const ugraph::KernelGraph& graph() const { return graph_; }
+  // The kernel's place in the graph's execution order (-1: not one of its kernels).
+  int kernel_index() const;
 
  private:
   std::vector<std::string> InvertReshape(const Shape& in, const Shape& out,

@@ -159,7 +159,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   MatmulPath matmul_path = MatmulPath::kNone;
   std::vector<MatmulPath> op_paths;
   int64_t step_barriers = 0, mma_warps = 0, step_threads = b.threads, flash_groups = 1;
-  bool split_together = false;
+  bool split_together = false, inputs_before_wait = false;
   switch (b.kind) {
     case BlockKind::kPointwise:
       GeneratePointwise(e, b);
@@ -184,6 +184,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       step_threads = tiled->step_threads;
       flash_groups = tiled->flash_groups;
       split_together = tiled->split_together;
+      inputs_before_wait = tiled->inputs_before_wait;
       break;
     }
   }
@@ -202,6 +203,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.step_threads = step_threads;
   out.flash_groups = flash_groups;
   out.split_together = split_together;
+  out.inputs_before_wait = inputs_before_wait;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
   out.source = absl::StrCat(

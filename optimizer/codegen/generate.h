@@ -76,6 +76,11 @@ struct KernelSource {
   // others of its grid point. Launched otherwise (`together` 0), the last
   // block of a point combines alone.
   bool split_together = false;
+  // Whether its blocks copy region inputs before their wait for the kernel
+  // before (EmitWaitForPriorGrid): safe where that kernel is one of its
+  // graph's, which itself waited for everything before the graph. The
+  // executor launches it early only after another of its graph's kernels.
+  bool inputs_before_wait = false;
   // Whether the kernel can report an error (index out of range, integer
   // division by zero) through err.
   bool reports_errors = false;

@@ -581,9 +581,11 @@ absl::Status TiledGenerator::Generate() {
     // The ring's first copies overwrite the tiles read only before the
     // loop: every thread is done with them first. (Tiles computed after
     // it, also in the ring's space, were last read before the barrier that
-    // ends the previous grid point.)
+    // ends the previous grid point.) Where those tiles lie in its last
+    // stage, the prologue went out at the wait (ring_first_) and the first
+    // copies into that stage come in the loop's first step.
     if (before_in_ring_space_) Sync();
-    EmitRingPrologue();
+    if (!ring_first_) EmitRingPrologue();
     // What is dirty before the loop stays so for what follows it: the
     // loop may run no step.
     const std::map<int, bool> before = dirty_;
@@ -737,6 +739,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.step_threads = generator.step_threads();
   out.flash_groups = generator.flash_groups();
   out.split_together = generator.split_together();
+  out.inputs_before_wait = generator.ring_before_wait();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.
   out.min_blocks = tiled_internal::BlocksPerSm(block.threads, out.shared_bytes, generator.registers());

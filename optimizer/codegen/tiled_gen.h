@@ -33,8 +33,10 @@ struct TiledKernel {
   // of warps (KernelSource).
   int64_t step_threads = 0;
   int64_t flash_groups = 1;
-  // A split loop whose blocks can share out the combine (KernelSource).
+  // A split loop whose blocks can share out the combine; the ring's first
+  // copies before the wait for the kernel before (KernelSource).
   bool split_together = false;
+  bool inputs_before_wait = false;
 };
 
 // Emits the kernel body.

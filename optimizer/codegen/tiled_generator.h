@@ -71,6 +71,8 @@ class TiledGenerator {
   // Whether a split loop's blocks can share out its combine when they are
   // all resident (p.together, a cooperative launch): see SplitShare.
   bool split_together() const { return share_.axis >= 0; }
+  // Whether the ring's first copies go out before the wait (PlanLayout).
+  bool ring_before_wait() const { return ring_before_wait_; }
 
  private:
   enum class Phase { kBefore, kLoop, kAfter };
@@ -166,6 +168,8 @@ class TiledGenerator {
   // 0.4 us slower than 3) into L2 before the wait and triggers stages_ steps
   // before its end, so that the next kernel's blocks fetch their first tiles
   // while its last ones drain. Other kernels trigger right after the wait.
+  // Where ring_first_, the ring's prologue goes right after the wait, or
+  // before it (ring_before_wait_: see RingBeforeWait in tiled_plan.cc).
   void EmitWaitForPriorGrid();
   // Whether the block's loop streams: no flash path, and at least
   // 4 x stages_ steps a block. On the H100, back to back, the prefetch and
@@ -746,17 +750,7 @@ class TiledGenerator {
   // tile, no pass of its own (PlanStoredOps).
   std::vector<bool> computed_by_store_;
   void PlanStoredOps(const std::vector<int>& uses);
-  // The epilogue from fragments (tiled_fragment_epilogue.cc): where every
-  // output is elementwise, after the loop, on the accumulators of
-  // tensor-core products of one k group each and the same fragment layout,
-  // each lane stores the outputs at its fragments' elements. `products`:
-  // those products (none: not planned); `ops`: by op, computed there (no
-  // tile; the accumulators' flushes and the ops' passes are not emitted).
-  struct FragmentEpilogue {
-    std::vector<int> products;
-    std::vector<bool> ops;
-  };
-  FragmentEpilogue fragment_;
+  FragmentEpilogue fragment_;  // tiled_plans.h
   void PlanFragmentEpilogue(const std::vector<int>& uses);
   bool FragmentOutput(int value) const { return !fragment_.products.empty() && fragment_.ops[value]; }
   // Op x's value at the lane's fragment element (j, h).
@@ -785,9 +779,11 @@ class TiledGenerator {
   // Tiles read only before the loop, or computed after it, lie in the
   // ring's space (PlanLayout).
   bool ring_space_shared_ = false;
-  // Of them, tiles read before the loop; tiles computed after it.
-  bool before_in_ring_space_ = false;
-  bool after_in_ring_space_ = false;
+  // Of them, tiles read before the loop; tiles computed after it. Where the
+  // former fit the ring's last stage (or are none), ring_first_: the ring's
+  // first copies go out before them, and before the wait where
+  // ring_before_wait_ (EmitWaitForPriorGrid).
+  bool before_in_ring_space_ = false, after_in_ring_space_ = false, ring_first_ = false, ring_before_wait_ = false;
   // The loop step whose tiles are being loaded (the next one, when
   // prefetching): its first coordinate and in-range length.
   std::string loop_start_ = "k0", loop_length_ = "kn";

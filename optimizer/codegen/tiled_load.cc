@@ -461,8 +461,10 @@ void TiledGenerator::EmitRingWhole() {
 }
 
 void TiledGenerator::EmitWaitForPriorGrid() {
+  // (Issued before the wait at every grid point, and so not in its branch.)
+  if (ring_before_wait_) EmitRingPrologue();
   e_.Open("if (!waited)");
-  if (StreamsAhead()) {
+  if (StreamsAhead() && !ring_before_wait_) {
     const int64_t prefetched = std::min(stages_ - 1, kPrefetchedSteps);
     e_.Linef("// the first ", prefetched, " steps' whole copies into L2 while the kernel before finishes");
     e_.Line("#pragma unroll");
@@ -479,6 +481,7 @@ void TiledGenerator::EmitWaitForPriorGrid() {
   if (!StreamsAhead()) e_.Line("launch_dependents();  // the kernel after it may start its blocks");
   e_.Line("waited = true;");
   e_.Close();
+  if (ring_first_ && !ring_before_wait_) EmitRingPrologue();
 }
 
 bool TiledGenerator::StreamsAhead() const {

@@ -7,6 +7,27 @@
 #include "optimizer/ugraph_validate.h"
 
 namespace kiln::codegen::tiled_internal {
+namespace {
+
+// Whether a kernel may copy `tensors` before its wait for the kernel before
+// it (wait_for_prior_grid). So where that kernel is another of its graph's
+// (not its first kernel; the executor launches it early only after another
+// of the graph's: KernelSource::inputs_before_wait), which let it start
+// only once its own wait was over (launch_dependents), everything before
+// it done; and each tensor is a graph input that no output of the graph is
+// written over (DTensor::aliases: a KV cache's slice update).
+bool RingBeforeWait(const Emitter& e, const std::vector<int>& tensors) {
+  if (e.kernel_index() <= 0) return false;
+  for (const int t : tensors) {
+    if (e.graph().tensors[t].role != ugraph::TensorRole::kInput) return false;
+    for (const ugraph::DTensor& other : e.graph().tensors) {
+      if (other.aliases == t) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 absl::Status TiledGenerator::Plan() {
   // The ring's stages: the most loop steps in flight per SM (stages - 1
@@ -93,7 +114,7 @@ std::vector<bool> TiledGenerator::BeforeLoopOnly() const {
 absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) {
   const size_t n = b_.tile_ops.size();
   buffers_ = scratch_ = stages_ = ring_floats_ = 0;
-  ring_space_shared_ = before_in_ring_space_ = after_in_ring_space_ = false;
+  ring_space_shared_ = before_in_ring_space_ = after_in_ring_space_ = ring_first_ = ring_before_wait_ = false;
   direct_scratch_ = -1;
   for (size_t i = 0; i < b_.inputs.size(); ++i) {
     if (b_.inputs[i].view.tensor < 0) {
@@ -259,17 +280,36 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
       inputs_[i].ring_offset = at;
       at = aligned(at + stages_ * inputs_[i].tasks * 4);
     }
-    int64_t before = start, after = start;
-    for (int i : in_ring_space) {
-      const int same = InPlaceArgument(i);
-      if (same >= 0 && std::find(in_ring_space.begin(), in_ring_space.end(), same) != in_ring_space.end() &&
-          offsets_[same] >= 0) {
-        offsets_[i] = offsets_[same];
-        continue;
+    // The tiles read before the loop from `at`; where they end.
+    const auto place_before = [&](int64_t at) {
+      for (int i : in_ring_space) offsets_[i] = -1;
+      for (int i : in_ring_space) {
+        const int same = InPlaceArgument(i);
+        if (same >= 0 && std::find(in_ring_space.begin(), in_ring_space.end(), same) != in_ring_space.end() &&
+            offsets_[same] >= 0) {
+          offsets_[i] = offsets_[same];
+          continue;
+        }
+        offsets_[i] = at;
+        at += tiles_[i].padded_floats();
       }
-      offsets_[i] = before;
-      before += tiles_[i].padded_floats();
+      return at;
+    };
+    // In a ring's last stage where they fit: the ring's prologue fills the
+    // stages before it (RingAhead), so its copies may go out before those
+    // tiles are loaded, and the loop's first copies into that stage follow
+    // a barrier (EmitRingStep, or EmitBlockBody's before the loop).
+    int64_t before = place_before(start), after = start;
+    ring_first_ = in_ring_space.empty();
+    for (const int i : RingOwners()) {
+      const int64_t stage = inputs_[i].tasks * 4;
+      if (ring_first_ || before - start > stage) continue;
+      before = place_before(inputs_[i].ring_offset + (stages_ - 1) * stage);
+      ring_first_ = true;
     }
+    std::vector<int> ring_tensors;
+    for (const int i : RingOwners()) ring_tensors.push_back(b_.inputs[b_.tile_ops[i].input].view.tensor);
+    ring_before_wait_ = ring_first_ && RingBeforeWait(e_, ring_tensors);
     for (int i : after_in_ring_space) {
       offsets_[i] = after;
       after += tiles_[i].padded_floats();

@@ -175,6 +175,17 @@ struct QFromBits {
   std::vector<int> chain;
 };
 
+// The epilogue from fragments (tiled_fragment_epilogue.cc): where every
+// output is elementwise, after the loop, on the accumulators of tensor-core
+// products of one k group each and the same fragment layout, each lane
+// stores the outputs at its fragments' elements. `products`: those products
+// (none: not planned); `ops`: by op, computed there (no tile; the
+// accumulators' flushes and the ops' passes are not emitted).
+struct FragmentEpilogue {
+  std::vector<int> products;
+  std::vector<bool> ops;
+};
+
 }  // namespace kiln::codegen::tiled_internal
 
 #endif  // KILN_OPTIMIZER_CODEGEN_TILED_PLANS_H_
