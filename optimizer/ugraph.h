@@ -270,7 +270,7 @@ struct BlockGraph {
   int64_t loop_split = 1;
 };
 
-inline constexpr int64_t kMaxLoopSplit = 128;
+inline constexpr int64_t kMaxLoopSplit = 64;
 
 // The grid axis a split for-loop's blocks spread along (the first with no
 // extent), or -1 when the loop is not split or no axis is free.

@@ -163,8 +163,8 @@ std::vector<Schedule> ScheduleVariants(const Region& region, const Schedule& map
     for (size_t c = 0; c < s.map.size(); ++c) {
       one_block &= s.map[c] != Schedule::Map::kGrid || s.tile[c] >= NominalSize(region.class_size[c]);
     }
-    for (int64_t ways : {2, 4, 8, 16, 32, 64, 128}) {
-      if (steps < (ways > 64 ? ways : 2 * ways) || (ways > 16 && !one_block)) break;
+    for (int64_t ways : {2, 4, 8, 16, 32, 64}) {
+      if (steps < 2 * ways || (ways > 16 && !one_block)) break;
       Schedule v = free;
       v.loop_split = ways;
       split.push_back(v);

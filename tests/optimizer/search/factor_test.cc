@@ -72,10 +72,9 @@ TEST(FactorProducts, MlaIsThreePartsWithTheHeadsAsTheRowsBetween) {
         ways = std::max(ways, s.loop_split);
       }
     }
-    // One block holds all the heads: its keys split up to 128 ways (each
-    // block two steps or more up to 64 ways, one at 128), where a grid of
-    // several blocks stops at 16.
-    if (c.region.class_size[3] == Dim(256)) EXPECT_EQ(ways, 128);
+    // One block holds all the heads: its keys split up to 64 ways (each
+    // block two steps or more), where a grid of several blocks stops at 16.
+    if (c.region.class_size[3] == Dim(256)) EXPECT_EQ(ways, 64);
   }
   const Region gqa = AttentionCase(2, 256, 64, 4096).region;
   for (const Schedule& m : Mappings(gqa)) {

@@ -77,9 +77,6 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     options.time_graph = [](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
       return g.kernels.size() == 1 ? 1.0 : 2.0;
     };
-    // Enough of them timed that the one kernel is among them (the factored
-    // forms' split variants rank first).
-    options.time_top = 16;
   }
   SearchResult r = ValueOrFail(Superoptimize(c.region, options));
   ASSERT_TRUE(r.candidate.has_value()) << r.report.ToString();

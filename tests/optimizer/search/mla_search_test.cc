@@ -38,9 +38,6 @@ SearchResult Search(const Region& region, double budget_seconds, bool one_kernel
     options.time_graph = [](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
       return g.kernels.size() == 1 ? 1.0 : 2.0;
     };
-    // Enough of them timed that the one kernel is among them (the factored
-    // forms' split variants rank first).
-    options.time_top = 16;
   }
   return ValueOrFail(Superoptimize(region, options));
 }
