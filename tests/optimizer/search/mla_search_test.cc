@@ -213,6 +213,28 @@ TEST(MlaSearch, TheAttentionCopiesTheCacheBeforeItsWait) {
   EXPECT_FALSE(PrologueBeforeWait(over.source));
 }
 
+// seed_attention's one kernel: Q's f32 tile (read only before the loop)
+// lies in the ring's last stage, which the prologue leaves free, so the
+// ring's first copies go out before Q is loaded, after the wait (the
+// graph's first kernel).
+TEST(RingFirst, QsTileLiesInTheRingsLastStage) {
+  const FusedCase c = ValueOrFail(MakeFusedCase("seed_attention"));
+  const SearchResult r = Search(c.region, SearchOptions{}.budget_seconds);
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(r.graph->kernels.size(), 1u) << r.report.chosen_text;
+  const codegen::KernelSource k = ValueOrFail(codegen::GenerateKernel(*r.graph, 0));
+  EXPECT_FALSE(k.inputs_before_wait);
+  EXPECT_FALSE(PrologueBeforeWait(k.source));
+  std::smatch ring, q;
+  const std::regex ring_line(R"(ring1 = reinterpret_cast<uint4\*>\(smem \+ (\d+)\);  // (\d+) stages of (\d+))");
+  ASSERT_TRUE(std::regex_search(k.source, ring, ring_line)) << k.source;
+  ASSERT_TRUE(std::regex_search(k.source, q, std::regex(R"(float\* const x0 = smem \+ (\d+);)"))) << k.source;
+  const int64_t stages = std::stoll(ring[2]), stage_floats = 4 * std::stoll(ring[3]);
+  EXPECT_EQ(std::stoll(q[1]), std::stoll(ring[1]) + (stages - 1) * stage_floats);
+  const size_t prologue = k.source.find("steps' vector tiles, copied asynchronously into the ring");
+  EXPECT_LT(prologue, k.source.find("// x0 = input #0: issue")) << k.source;
+}
+
 // The absorbed kernel passes the field tests only as found: with its
 // accumulators no longer following the running max, it fails.
 TEST(MlaSearch, VerificationRejectsADroppedRescale) {
