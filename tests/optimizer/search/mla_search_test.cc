@@ -213,12 +213,13 @@ TEST(MlaSearch, TheAttentionCopiesTheCacheBeforeItsWait) {
   EXPECT_FALSE(PrologueBeforeWait(over.source));
 }
 
-// seed_attention's one kernel: Q's f32 tile (read only before the loop)
-// lies in the ring's last stage, which the prologue leaves free, so the
-// ring's first copies go out before Q is loaded, after the wait (the
-// graph's first kernel).
+// seed_attention's shape over 256 keys (4 steps a block, kRingFirstSteps):
+// Q's f32 tile (read only before the loop) lies in the ring's last stage,
+// which the prologue leaves free, so the ring's first copies go out before
+// Q is loaded, after the wait (the graph's first kernel). Over 4096 keys
+// (64 steps a block), Q goes first.
 TEST(RingFirst, QsTileLiesInTheRingsLastStage) {
-  const FusedCase c = ValueOrFail(MakeFusedCase("seed_attention"));
+  const FusedCase c = AttentionCase(64, 1, 128, 256);
   const SearchResult r = Search(c.region, SearchOptions{}.budget_seconds);
   ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
   ASSERT_EQ(r.graph->kernels.size(), 1u) << r.report.chosen_text;
@@ -233,6 +234,13 @@ TEST(RingFirst, QsTileLiesInTheRingsLastStage) {
   EXPECT_EQ(std::stoll(q[1]), std::stoll(ring[1]) + (stages - 1) * stage_floats);
   const size_t prologue = k.source.find("steps' vector tiles, copied asynchronously into the ring");
   EXPECT_LT(prologue, k.source.find("// x0 = input #0: issue")) << k.source;
+  const FusedCase many = ValueOrFail(MakeFusedCase("seed_attention"));
+  const SearchResult m = Search(many.region, SearchOptions{}.budget_seconds);
+  ASSERT_TRUE(m.graph.has_value()) << m.report.ToString();
+  const std::string source = ValueOrFail(codegen::GenerateKernel(*m.graph, 0)).source;
+  EXPECT_GT(source.find("steps' vector tiles, copied asynchronously into the ring"),
+            source.find("// x0 = input #0: issue"))
+      << source;
 }
 
 // The absorbed kernel passes the field tests only as found: with its
