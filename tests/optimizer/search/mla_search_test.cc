@@ -178,6 +178,17 @@ bool PrologueBeforeWait(const std::string& source) {
   return prologue < wait;
 }
 
+// Q's f32 tile (x0, read only before the loop) lies in the last stage of
+// the ring that `ring_name` matches, which the prologue leaves free.
+void ExpectQInTheRingsLastStage(const std::string& source, const std::string& ring_name) {
+  std::smatch ring, q;
+  const std::regex ring_line(ring_name + R"( = reinterpret_cast<uint4\*>\(smem \+ (\d+)\);  // (\d+) stages of (\d+))");
+  ASSERT_TRUE(std::regex_search(source, ring, ring_line)) << source;
+  ASSERT_TRUE(std::regex_search(source, q, std::regex(R"(float\* const x0 = smem \+ (\d+);)"))) << source;
+  const int64_t stages = std::stoll(ring[2]), stage_floats = 4 * std::stoll(ring[3]);
+  EXPECT_EQ(std::stoll(q[1]), std::stoll(ring[1]) + (stages - 1) * stage_floats);
+}
+
 // The factored form (three kernels) at the bench's shape: its attention
 // copies C, a graph input, into its ring before its wait for q W_uk^T's
 // kernel, q W_uk^T's f32 tile lying in the ring's last stage, which the
@@ -195,12 +206,7 @@ TEST(MlaSearch, TheAttentionCopiesTheCacheBeforeItsWait) {
   const codegen::KernelSource attention = ValueOrFail(codegen::GenerateKernel(*r.graph, 1));
   EXPECT_TRUE(attention.inputs_before_wait);
   EXPECT_TRUE(PrologueBeforeWait(attention.source));
-  std::smatch ring, q;
-  const std::regex ring_line(R"(ring\d+ = reinterpret_cast<uint4\*>\(smem \+ (\d+)\);  // (\d+) stages of (\d+))");
-  ASSERT_TRUE(std::regex_search(attention.source, ring, ring_line)) << attention.source;
-  ASSERT_TRUE(std::regex_search(attention.source, q, std::regex(R"(float\* const x0 = smem \+ (\d+);)")));
-  const int64_t stages = std::stoll(ring[2]), stage_floats = 4 * std::stoll(ring[3]);
-  EXPECT_EQ(std::stoll(q[1]), std::stoll(ring[1]) + (stages - 1) * stage_floats);
+  ExpectQInTheRingsLastStage(attention.source, R"(ring\d+)");
   ugraph::KernelGraph aliased = *r.graph;
   int cache = -1;
   for (const int t : aliased.kernels[1].inputs) {
@@ -226,12 +232,7 @@ TEST(RingFirst, QsTileLiesInTheRingsLastStage) {
   const codegen::KernelSource k = ValueOrFail(codegen::GenerateKernel(*r.graph, 0));
   EXPECT_FALSE(k.inputs_before_wait);
   EXPECT_FALSE(PrologueBeforeWait(k.source));
-  std::smatch ring, q;
-  const std::regex ring_line(R"(ring1 = reinterpret_cast<uint4\*>\(smem \+ (\d+)\);  // (\d+) stages of (\d+))");
-  ASSERT_TRUE(std::regex_search(k.source, ring, ring_line)) << k.source;
-  ASSERT_TRUE(std::regex_search(k.source, q, std::regex(R"(float\* const x0 = smem \+ (\d+);)"))) << k.source;
-  const int64_t stages = std::stoll(ring[2]), stage_floats = 4 * std::stoll(ring[3]);
-  EXPECT_EQ(std::stoll(q[1]), std::stoll(ring[1]) + (stages - 1) * stage_floats);
+  ExpectQInTheRingsLastStage(k.source, "ring1");
   const size_t prologue = k.source.find("steps' vector tiles, copied asynchronously into the ring");
   EXPECT_LT(prologue, k.source.find("// x0 = input #0: issue")) << k.source;
   const FusedCase many = ValueOrFail(MakeFusedCase("seed_attention"));
