@@ -74,7 +74,9 @@ TEST(FactorProducts, MlaIsThreePartsWithTheHeadsAsTheRowsBetween) {
     }
     // One block holds all the heads: its keys split up to 64 ways (each
     // block two steps or more), where a grid of several blocks stops at 16.
-    if (c.region.class_size[3] == Dim(256)) EXPECT_EQ(ways, 64);
+    if (c.region.class_size[3] == Dim(256)) {
+      EXPECT_EQ(ways, 64);
+    }
   }
   const Region gqa = AttentionCase(2, 256, 64, 4096).region;
   for (const Schedule& m : Mappings(gqa)) {
