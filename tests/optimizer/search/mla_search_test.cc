@@ -239,9 +239,9 @@ TEST(RingFirst, QsTileLiesInTheRingsLastStage) {
   const SearchResult m = Search(many.region, SearchOptions{}.budget_seconds);
   ASSERT_TRUE(m.graph.has_value()) << m.report.ToString();
   const std::string source = ValueOrFail(codegen::GenerateKernel(*m.graph, 0)).source;
-  EXPECT_GT(source.find("steps' vector tiles, copied asynchronously into the ring"),
-            source.find("// x0 = input #0: issue"))
-      << source;
+  const size_t late = source.find("steps' vector tiles, copied asynchronously into the ring");
+  ASSERT_NE(late, std::string::npos) << source;
+  EXPECT_GT(late, source.find("// x0 = input #0: issue")) << source;
 }
 
 // The absorbed kernel passes the field tests only as found: with its
