@@ -247,7 +247,6 @@ void TiledGenerator::EmitFlashStep() {
   const TileOp& s_op = b_.tile_ops[flash_.scores];
   const TileOp& pv_op = b_.tile_ops[flash_.pv];
   const int k_tile = s_op.args[1];
-  const std::string keys = Length(ColAxis(flash_.exp));
   const bool split = flash_.keys_split;
   const int64_t groups = flash_.groups, sn = FlashColumns(), slabs = flash_.warp_slabs;
   if (!s.a_ring) Read(s_op.args[0], false);
@@ -267,11 +266,15 @@ void TiledGenerator::EmitFlashStep() {
            ", in registers (no barrier)");
   e_.Open("");
   DeclareMmaLane();
-  const std::string first = FlashScoresFirst();
-  const std::string col0 = split ? "warp * 16 + " : groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ") : "";
   OpenFlashWarps();
-  DeclareFlashOffsets(flash_.scores, sn, first);
+  DeclareFlashOffsets(flash_.scores, sn, FlashScoresFirst());
   DeclareFlashOffsets(flash_.pv, FlashOColumns(), FlashOFirst());
+  if (ping_pong_ != PingPong::kOff) {
+    EmitFlashPingPongStep();
+    CloseFlashWarps();
+    e_.Close();
+    return;
+  }
   if (ahead) {
     // 1. S came with the step (sc, issued by the step before). The last
     // step's P@V, then the next step's S from the next stage (into sa),
@@ -302,6 +305,20 @@ void TiledGenerator::EmitFlashStep() {
     EmitFlashPreviousPv();
     EmitFlashWgmmaWait(flash_.scores, "sc", /*pending=*/1);
   }
+  EmitFlashAfterScores(piped, ahead);
+  CloseFlashWarps();
+  e_.Close();
+}
+
+void TiledGenerator::EmitFlashAfterScores(bool piped, bool ahead) {
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  const TileOp& pv_op = b_.tile_ops[flash_.pv];
+  const std::string keys = Length(ColAxis(flash_.exp));
+  const int64_t sn = FlashColumns(), slabs = flash_.warp_slabs;
+  const std::string first = FlashScoresFirst();
+  const std::string col0 = flash_.keys_split ? "warp * 16 + "
+                           : flash_.groups > 1 ? absl::StrCat("kg * ", sn * 8, " + ")
+                                               : "";
   if (ScalesFlashScores(flash_.scores)) {
     // B's columns scaled (K's rows normalized, QK-norm): each score times
     // its column's scale, which commutes with the product. Scaling B's
@@ -439,8 +456,6 @@ void TiledGenerator::EmitFlashStep() {
     if (ahead && FoldAhead() >= 0) EmitFoldAhead("(step + 1)", absl::StrCat("(stage + 1) % ", stages_));
     e_.Line("pstage = stage;");
     if (ahead) EmitFlashWgmmaWait(flash_.scores, "sa");  // the next step's scores
-    CloseFlashWarps();
-    e_.Close();
     return;
   }
   // 4. O += P @ B2.
@@ -450,8 +465,32 @@ void TiledGenerator::EmitFlashStep() {
     pack_p("fa[sl]");
     e_.Close();
   }, col0);
-  CloseFlashWarps();
+}
+
+void TiledGenerator::EmitFlashPingPongStep() {
+  const int64_t tile = b_.forloop.tile;
+  if (ping_pong_ != PingPong::kIssue) {
+    // The names k0, kn and stage stand for the step before's here.
+    e_.Linef("// step - 1's softmax: its products were issued before this step's barrier, and ran under the ",
+             "other warpgroup's softmax");
+    e_.Open("");
+    e_.Linef("const ", e_.Index(), " k0 = (step - 1) * ", tile, ";");
+    e_.Linef("const int kn = ", tile, ";");
+    e_.Linef("const int stage = static_cast<int>((step - 1 - step_begin) % ", stages_, ");");
+    // Both products waited for (they ran under the other warpgroup's
+    // softmax: done by now); waiting for the scores alone (wgmma_wait<1>),
+    // ptxas serialized every product (C7518).
+    EmitFlashWgmmaWait(flash_.scores, "sc");
+    EmitFlashAfterScores(/*piped=*/true, /*ahead=*/false);
+    e_.Close();
+  }
+  if (ping_pong_ == PingPong::kFinish) return;
+  e_.Line("// this step's scores and the last one's P@V, left in flight across the next barrier");
+  OpenFlashSlabs();
+  e_.Linef("for (int v = 0; v < ", FlashColumns(), "; ++v) for (int h = 0; h < 4; ++h) sc[sl][v][h] = 0.0f;");
   e_.Close();
+  EmitFlashScores("sc", /*wait=*/false, "stage");
+  EmitFlashPreviousPv();
 }
 
 void TiledGenerator::EmitFlashPv(const std::function<void()>& fill, const std::string& col0, bool wait,

@@ -146,7 +146,28 @@ bool TiledGenerator::FlashAheadFits() const { return FlashPipelineable() && Ahea
 
 bool TiledGenerator::FlashScoresAhead() const { return FlashAheadFits() && LeanLoop(); }
 
-int64_t TiledGenerator::RingAhead() const { return FlashPipelined() ? stages_ - 2 : stages_ - 1; }
+int64_t TiledGenerator::RingAhead() const {
+  return FlashPingPong() ? stages_ - 3 : FlashPipelined() ? stages_ - 2 : stages_ - 1;
+}
+
+bool TiledGenerator::FlashPingPong() const {
+  if (!FlashPipelined() || FlashScoresAhead() || stages_ < 4 || b_.threads != 256) return false;
+  const MatmulPlan& s = matmuls_[flash_.scores];
+  if (s.m16s != 8 || s.b_scale >= 0 || DeferredScaleFold() >= 0) return false;
+  // In the loop, the ring's inputs and the flash step alone: their one
+  // barrier a step is the only one, the same in both warpgroups' loops.
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    const int x = static_cast<int>(i);
+    if (phase_[i] != Phase::kLoop || !needed_[i]) continue;
+    const TileOp::Kind kind = b_.tile_ops[i].kind;
+    const bool flash = x == flash_.scores || x == flash_.exp || x == flash_.pv || x == flash_.sum ||
+                       (kind == TileOp::Kind::kAccumulate && FlashAccumulator(x));
+    if (!flash && kind != TileOp::Kind::kConstant && !(kind == TileOp::Kind::kInput && inputs_[i].ring)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 int TiledGenerator::FoldAhead() const {
   // (Plan asks before LeanLoop can: the scales' tile is doubled wherever

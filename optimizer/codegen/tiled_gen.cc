@@ -95,7 +95,7 @@ void TiledGenerator::Sync() {
   }
   dirty_.clear();
   if (again) return;
-  e_.Line("__syncthreads();");
+  e_.Line(unaligned_barriers_ ? "sync_threads_unaligned();" : "__syncthreads();");
   synced_at_ = e_.code().size();
   ++syncs_;
 }
@@ -602,7 +602,13 @@ absl::Status TiledGenerator::Generate() {
       // extended, causal_prefill's pipelined kernel took 416 us against
       // 404).
       const std::string whole = absl::StrCat(extent, " / ", b_.forloop.tile);
-      if (FlashScoresAhead()) {
+      if (FlashPingPong()) {
+        // Opaque, as below, and the same in every lane to ptxas (a
+        // broadcast): the loops keep products in flight across their
+        // branches, which ptxas serializes where they may diverge (C7518).
+        e_.Linef("const ", e_.Index(), " lean_end = __shfl_sync(0xffffffffu, opaque(ring_whole ? max(step_begin, ",
+                 "min(step_end, ", whole, ") - ", stages_ - 1, ") : step_begin), 0);");
+      } else if (FlashScoresAhead()) {
         e_.Linef("const ", e_.Index(), " lean_end = opaque(ring_whole ? (step_end <= ", whole,
                  " ? step_end : max(step_begin, ", whole, " - ", stages_ - 1, ")) : step_begin);");
       } else {
@@ -620,24 +626,28 @@ absl::Status TiledGenerator::Generate() {
       e_.Line(ahead   ? "// whole steps, each one's P@V and the next one's scores issued under its softmax"
               : piped ? "// whole steps, each one's scores' products issued before the last one's P@V"
                       : "// whole steps");
-      e_.Open("for (; step < lean_end; ++step)");
       lean_step_ = true;
-      if (ahead) {
-        // Two steps an iteration, scores0 and scores1 trading places.
-        const std::string shape = absl::StrCat("[", flash_.warp_slabs, "][", FlashColumns(), "][4]");
-        for (int half = 0; half < 2; ++half) {
-          if (half == 1) e_.Line("if (++step == lean_end) break;");
-          e_.Open("");
-          e_.Linef("float (&sc)", shape, " = scores", half, ";  // this step's scores, done");
-          e_.Linef("float (&sa)", shape, " = scores", 1 - half, ";  // the next step's, issued in this one");
-          EmitLoopStep(loop_axes);
-          e_.Close();
-        }
+      if (FlashPingPong()) {
+        if (absl::Status s = EmitPingPongLoops(loop_axes); !s.ok()) return s;
       } else {
-        EmitLoopStep(loop_axes);
+        e_.Open("for (; step < lean_end; ++step)");
+        if (ahead) {
+          // Two steps an iteration, scores0 and scores1 trading places.
+          const std::string shape = absl::StrCat("[", flash_.warp_slabs, "][", FlashColumns(), "][4]");
+          for (int half = 0; half < 2; ++half) {
+            if (half == 1) e_.Line("if (++step == lean_end) break;");
+            e_.Open("");
+            e_.Linef("float (&sc)", shape, " = scores", half, ";  // this step's scores, done");
+            e_.Linef("float (&sa)", shape, " = scores", 1 - half, ";  // the next step's, issued in this one");
+            EmitLoopStep(loop_axes);
+            e_.Close();
+          }
+        } else {
+          EmitLoopStep(loop_axes);
+        }
+        e_.Close();
       }
       lean_step_ = false;
-      e_.Close();
       if (piped) EmitFlashPipelineDrain();
       dirty_ = before;
       e_.Line("// the rest: tails, copies of tails or of nothing, or copies that are not whole");
@@ -664,6 +674,51 @@ absl::Status TiledGenerator::Generate() {
   if (split_axis >= 0) e_.Close();  // the last block's part
   if (opened > 0) Sync();  // the next grid point overwrites every tile
   for (int g = 0; g < std::max(opened, 1); ++g) e_.Close();
+  return absl::OkStatus();
+}
+
+absl::Status TiledGenerator::EmitPingPongLoops(bool loop_axes) {
+  // Warpgroup 0 takes the pipelined step; warpgroup 1 its first step's
+  // products, then at each step the last one's softmax before its own
+  // products, and after its loop the last step's softmax. Each iteration
+  // of either loop meets the other's at its one barrier (the ring's).
+  e_.Line("// whole steps in a loop for each warpgroup (FlashPingPong): warpgroup 1 half a step behind");
+  unaligned_barriers_ = true;
+  const auto step = [&](PingPong part) -> absl::Status {
+    ping_pong_ = part;
+    EmitLoopStep(loop_axes);
+    ping_pong_ = PingPong::kOff;
+    if (step_barriers_ != 1) {
+      return absl::InternalError(absl::StrCat("codegen: a ping-pong flash loop's step has ", step_barriers_,
+                                              " barriers; both warpgroups' loops need exactly one"));
+    }
+    return absl::OkStatus();
+  };
+  e_.Line("// warpgroup 0's loop, then warpgroup 1's (the index a broadcast: the same in every lane to ptxas)");
+  e_.Open("if (__shfl_sync(0xffffffffu, threadIdx.x / 128, 0) == 0)");
+  e_.Open("for (; step < lean_end; ++step)");
+  if (absl::Status s = step(PingPong::kOff); !s.ok()) return s;
+  e_.Close();
+  e_.Close();
+  e_.Open("else");
+  e_.Linef("float sc[", flash_.warp_slabs, "][", FlashColumns(), "][4];  // a step's scores, in flight across its barrier");
+  e_.Open("if (step < lean_end)");
+  if (absl::Status s = step(PingPong::kIssue); !s.ok()) return s;
+  e_.Line("++step;");
+  e_.Close();
+  e_.Open("for (; step < lean_end; ++step)");
+  if (absl::Status s = step(PingPong::kFinishThenIssue); !s.ok()) return s;
+  e_.Close();
+  e_.Open("if (lean_end > step_begin)");
+  ping_pong_ = PingPong::kFinish;
+  EmitFlashStep();
+  ping_pong_ = PingPong::kOff;
+  e_.Close();
+  // Nothing in flight past here on any path, as ptxas sees them.
+  EmitFlashWgmmaWait(flash_.scores, "sc");
+  EmitFlashWgmmaWait(flash_.pv, absl::StrCat("o", flash_.pv));
+  e_.Close();
+  unaligned_barriers_ = false;
   return absl::OkStatus();
 }
 

@@ -120,6 +120,8 @@ class TiledGenerator {
   // With lean_step_, a whole step whose ring copies are whole (the loop
   // of whole steps, Generate): kn is the tile, and the copies unchecked.
   void EmitLoopStep(bool loop_axes);
+  // The loops of whole steps under FlashPingPong, one for each warpgroup.
+  absl::Status EmitPingPongLoops(bool loop_axes);
   bool lean_step_ = false;
   // Declares `start` and `length`: the first loop coordinate of step
   // `step` and how many of its elements are in range; with `guarded`, none
@@ -296,6 +298,9 @@ class TiledGenerator {
   void Read(int buffer, bool same_element);
   void Wrote(int buffer, bool linear);
   void Sync();
+  // Whether barriers now are reached from more than one place in the code
+  // (the ping-pong loops): Sync emits the unaligned form.
+  bool unaligned_barriers_ = false;
   // Elements of an axis that can be in range (the tile size, or less where
   // the tensor is known to be smaller): what work is spread over.
   static int64_t Useful(const TileAxis& a);
@@ -490,6 +495,34 @@ class TiledGenerator {
   // for the next step's copies. Needs a ring of 4 stages or more (P@V's stage,
   // the step's, the next's, and copies in flight).
   bool FlashScoresAhead() const;
+  // Whether the loop of whole steps runs its two warpgroups half a step
+  // apart (FlashAttention-3's ping-pong between warpgroups), where the
+  // pipelined step (FlashPipelined, not FlashScoresAhead) has 8 warps of
+  // 16 rows each, nothing in the loop but the ring and the flash step, and
+  // a ring of 4 stages or more. Each warpgroup takes a loop of its own:
+  // warpgroup 0 the pipelined step, warpgroup 1 at step j the softmax of
+  // step j - 1 and then step j's products, which stay in flight across the
+  // next barrier. So after each barrier one group's products run while the
+  // other group's softmax does, where with both in step every softmax
+  // waited on both groups' products and the tensor cores then idled.
+  // The barriers are reached from two places in the code (an unaligned
+  // barrier: sync_threads_unaligned). The ring runs stages - 3 steps ahead
+  // (RingAhead): warpgroup 1's products still read two stages when the
+  // barrier lets the copies into a third.
+  bool FlashPingPong() const;
+  enum class PingPong {
+    kOff,              // both warpgroups in step (or no ping-pong)
+    kIssue,            // warpgroup 1's first step: its products, left in flight
+    kFinishThenIssue,  // warpgroup 1's later steps: the last step's softmax, then this step's products
+    kFinish,           // after warpgroup 1's loop: its last step's softmax
+  };
+  PingPong ping_pong_ = PingPong::kOff;
+  // A flash step of warpgroup 1 in ping-pong (ping_pong_ says which part).
+  void EmitFlashPingPongStep();
+  // A flash step once its scores are done in `sc`: the softmax, and
+  // pipelined (`piped`) O brought to the new max after the last step's
+  // P@V and P packed for the next, else P@V itself.
+  void EmitFlashAfterScores(bool piped, bool ahead);
   // The flash scores' product into `acc` (declared and zeroed by the
   // caller) from the ring's stage `stage`, waited for where `wait`.
   void EmitFlashScores(const std::string& acc, bool wait, const std::string& stage);

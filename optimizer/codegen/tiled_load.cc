@@ -525,7 +525,8 @@ void TiledGenerator::EmitRingStep() {
     const bool next = lean_step_ && FlashScoresAhead();
     e_.Linef("// wait for ", next ? "the next step's" : "this step's", " vector tiles; after the barrier, the tiles ",
              ahead, " steps ahead go into the ",
-             ahead == stages_ - 1 ? "stage the last step read" : "stage read 2 steps before");
+             ahead == stages_ - 1 ? "stage the last step read"
+                                  : absl::StrCat("stage read ", stages_ - ahead, " steps before"));
     e_.Linef("copy_async_wait<", ahead - (next ? 2 : 1), ">();");
     if (flash_.wgmma) {
       // The copies (and any zeros stored) made visible to wgmma's reads.

@@ -253,6 +253,17 @@ __device__ __forceinline__ void copy_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
+// A block barrier that warps may reach from different places in the code
+// (barrier.sync without .aligned; __syncthreads is the aligned form, which
+// every thread must reach at the same instruction): the two warpgroups'
+// loops of a ping-pong flash kernel each hold one.
+__device__ __forceinline__ void sync_threads_unaligned() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("barrier.sync 0;\n" ::: "memory");
+#else
+  __syncthreads();
+#endif
+}
 // A split loop's count at a grid point (the caller's barrier first orders
 // its block's partial sums): adds 1 and returns the count before it. The
 // release makes the block's partials visible to whoever counts after it;

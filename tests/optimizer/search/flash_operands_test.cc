@@ -306,9 +306,11 @@ TEST(FlashOperands, WholeStepsPipelineTheirProducts) {
     EXPECT_LT(drain, rest);
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
     if (!ahead) {
-      EXPECT_THAT(before, ::testing::HasSubstr("lean_end = ring_whole ? max(step_begin, min(step_end, "));
-      EXPECT_THAT(step, ::testing::HasSubstr("copy_async_wait<1>();"));
-      EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (step + 2) * "));
+      // (Its two warpgroups half a step apart, FlashPingPong: the ring one
+      // step ahead; warpgroup 0's loop, first, is this pipelined step.)
+      EXPECT_THAT(before, ::testing::HasSubstr("opaque(ring_whole ? max(step_begin, min(step_end, "));
+      EXPECT_THAT(step, ::testing::HasSubstr("copy_async_wait<0>();"));
+      EXPECT_THAT(step, ::testing::HasSubstr("const i64 kr = (step + 1) * "));
       ExpectInOrder(step, {"wgmma_commit();", "fa[sl][h] = pp[sl][c][h];", "wgmma_commit();", "wgmma_wait<1>();",
                            "stable_exp_log2(", "wgmma_wait_all();", "] *= factor[sl][h >> 1];", "pp[sl][c][0] = pack_",
                            "pstage = stage;"});
@@ -330,6 +332,51 @@ TEST(FlashOperands, WholeStepsPipelineTheirProducts) {
     EXPECT_THAT(one, ::testing::ContainsRegex(R"(16u \* \(\(stage \+ 1\) % [0-9]+ \* [0-9]+\))"));
     EXPECT_EQ(one.find("float sc["), std::string::npos) << "the step's scores came with it";
   }
+}
+
+// Causal prefill's kernel (8 warps of 16 rows, head dim 128, 64 keys a
+// step, pipelined) runs its whole steps as two loops, one a warpgroup
+// (FlashPingPong): warpgroup 1 issues its first step's products, then at
+// each step takes the last one's softmax (both products waited for) after
+// the barrier and issues its own, which stay in flight across the next
+// barrier; after its loop, the last step's softmax and a wait on every
+// path. The barriers are the unaligned form, one a step in each loop; the
+// warpgroup's index and the loop's bound are broadcasts (uniform to
+// ptxas, which otherwise serialized the products). Compiled for sm_90a and
+// sm_90.
+TEST(FlashOperands, TwoWarpgroupsRunHalfAStepApart) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  codegen::KernelSource source;
+  const std::string loop = ChosenLoop(CausalAttentionCase(8, 4, 4096, 128, 4096, DType::kBF16), &source);
+  const size_t lean = loop.find("FlashPingPong"), rest = loop.find("// the rest: tails");
+  ASSERT_NE(lean, std::string::npos) << loop;
+  ASSERT_NE(rest, std::string::npos) << loop;
+  EXPECT_THAT(loop.substr(0, lean), ::testing::HasSubstr("lean_end = __shfl_sync(0xffffffffu, opaque("));
+  const std::string loops = loop.substr(lean, rest - lean);
+  const size_t wg1 = loops.find("];  // a step's scores, in flight across its barrier");
+  ASSERT_NE(wg1, std::string::npos) << loops;
+  const std::string first = loops.substr(0, wg1), second = loops.substr(wg1);
+  EXPECT_THAT(first, ::testing::HasSubstr("if (__shfl_sync(0xffffffffu, threadIdx.x / 128, 0) == 0) {"));
+  // One barrier a step in each loop (and the first step's), all unaligned.
+  const auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(first, "sync_threads_unaligned();"), 1);
+  EXPECT_EQ(count(second, "sync_threads_unaligned();"), 2);
+  EXPECT_EQ(count(loops, "__syncthreads()"), 0);
+  EXPECT_EQ(count(second, "wgmma_wait<1>"), 0) << "warpgroup 1 waits for both products";
+  ExpectInOrder(first, {"wgmma_commit();", "wgmma_commit();", "wgmma_wait<1>();", "stable_exp_log2(",
+                        "wgmma_wait_all();", "pstage = stage;"});
+  ExpectInOrder(second, {"if (step < lean_end) {", "sync_threads_unaligned();", "sc[sl][v][h] = 0.0f;",
+                         "wgmma_commit();", "fa[sl][h] = pp[sl][c][h];", "wgmma_commit();", "++step;",
+                         "for (; step < lean_end; ++step) {", "sync_threads_unaligned();",
+                         "const i64 k0 = (step - 1) * 64;", "wgmma_wait_all();", "stable_exp_log2(",
+                         "pstage = stage;", "sc[sl][v][h] = 0.0f;", "wgmma_commit();", "wgmma_commit();",
+                         "if (lean_end > step_begin) {", "const i64 k0 = (step - 1) * 64;", "wgmma_wait_all();",
+                         "pstage = stage;", "wgmma_wait_all();"});
+  if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
 }
 
 // A split flash loop's partials (P@V's accumulator, its row sums and the

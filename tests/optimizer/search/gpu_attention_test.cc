@@ -48,6 +48,7 @@ struct Runs {
   int wgmma_panels = 0;  // the same, B's ring rows of 256 bytes in two panels
   int pipelined = 0;     // whole steps issuing their scores' products before the last step's P@V
   int scores_ahead = 0;  // and, of those, issuing the next step's scores (FlashScoresAhead)
+  int ping_pong = 0;     // or running their two warpgroups half a step apart (FlashPingPong)
 };
 
 // While it lives, the executor compiles for sm_90 where the device is
@@ -123,6 +124,7 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
                                    source->source.find("2048u * c, 1024, ") != std::string::npos);
     runs.pipelined += source->source.find("pstage = stage;") != std::string::npos;
     runs.scores_ahead += source->source.find("float scores0[") != std::string::npos;
+    runs.ping_pong += source->source.find("(FlashPingPong)") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
   }
@@ -331,6 +333,25 @@ TEST(GpuAttention, PipelinedWholeStepsMatchTheCpu) {
   RunSchedules(*executor, CausalAttentionCase(1, 2, 1000, 64, 1000, DType::kF16), DType::kF16, 2, runs);
   EXPECT_GE(runs.pipelined, 4);
   EXPECT_GE(runs.scores_ahead, 2);
+}
+
+// The two warpgroups of a pipelined loop half a step apart (FlashPingPong:
+// warpgroup 1's products in flight across the barrier, the ring one step
+// ahead): head dim 128, a causal mask and none, tails of queries and of
+// keys, f16 and bf16; by wgmma on an sm_90a device, then the same kernels'
+// mma.sync form (compiled for sm_90).
+TEST(GpuAttention, PingPongWarpgroupsMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  for (const bool mma_sync : {false, true}) {
+    SCOPED_TRACE(mma_sync ? "mma.sync" : "as compiled for the device");
+    std::optional<MmaSyncOnHopper> form;
+    if (mma_sync) form.emplace(*executor);
+    Runs runs;
+    RunSchedules(*executor, CausalAttentionCase(1, 4, 300, 128, 1500, DType::kBF16), DType::kBF16, 2, runs);
+    RunSchedules(*executor, AttentionCase(2, 127, 128, 4097, DType::kF16), DType::kF16, 1, runs);
+    EXPECT_GE(runs.ping_pong, 2);
+  }
 }
 
 // Head dim 128 kernels whose K and V rings lie in panels for wgmma (rows
