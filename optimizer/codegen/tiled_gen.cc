@@ -608,8 +608,10 @@ absl::Status TiledGenerator::Generate() {
         // same in every lane to ptxas (a broadcast): the loops keep
         // products in flight across their branches, and ptxas serializes
         // every product where those may diverge (C7518).
+        // To the block's end, masked steps too, but where the copies a step
+        // ahead would reach past the whole steps.
         e_.Linef("const ", e_.Index(), " lean_end = __shfl_sync(0xffffffffu, opaque(ring_whole ? max(step_begin, ",
-                 "min(step_end, ", whole, ") - ", stages_ - 1, ") : step_begin), 0);");
+                 "min(step_end, ", whole, " - ", RingAhead(), ")) : step_begin), 0);");
       } else if (FlashScoresAhead()) {
         e_.Linef("const ", e_.Index(), " lean_end = opaque(ring_whole ? (step_end <= ", whole,
                  " ? step_end : max(step_begin, ", whole, " - ", stages_ - 1, ")) : step_begin);");
