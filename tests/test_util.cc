@@ -144,6 +144,14 @@ void ExpectInvalidArgument(const Tensor& t, absl::string_view op) {
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
+int CountSubstr(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
 std::string FreshTempDir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::remove_all(dir);

@@ -94,6 +94,9 @@ T ValueOrFail(absl::StatusOr<T> v) {
 // few misses are reported); returns the number of misses.
 int ExpectWithinScale(const std::vector<float>& got, const std::vector<float>& want, double tolerance);
 
+// How many times `needle` occurs in `text`, not overlapping.
+int CountSubstr(const std::string& text, const std::string& needle);
+
 // A status's message as a std::string, for string matchers.
 std::string Message(const absl::Status& s);
 

@@ -22,6 +22,7 @@ namespace {
 
 using ugraph::KernelGraph;
 using ugraph::TensorRole;
+using testing::CountSubstr;
 using testing::ExpectWaitsForTheKernelBefore;
 using testing::GatedMlp;
 using testing::Generate;
@@ -413,11 +414,7 @@ TEST(TiledCodegen, WholeStepsIssueTheirRingCopiesWithoutChecks) {
     const std::string fast = code.substr(whole, checked - whole);
     EXPECT_EQ(fast.find("aligned16"), std::string::npos) << fast;
     EXPECT_EQ(fast.find("set_vector_bits"), std::string::npos) << fast;
-    int copies = 0;
-    for (size_t at = fast.find("copy_async16("); at != std::string::npos; at = fast.find("copy_async16(", at + 1)) {
-      ++copies;
-    }
-    EXPECT_EQ(copies, 3) << fast;  // X, W1 and W2
+    EXPECT_EQ(CountSubstr(fast, "copy_async16("), 3) << fast;  // X, W1 and W2
     EXPECT_NE(code.find("aligned16", checked), std::string::npos);
     ExpectCompiles(graph);
   }

@@ -17,6 +17,7 @@ using ::testing::ElementsAre;
 using testing::F32;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::CountSubstr;
 using testing::ValueOrFail;
 
 Trace CollectOk(std::initializer_list<Tensor> outputs) {
@@ -55,15 +56,6 @@ Tensor StridedLeaf(Extents sizes, Extents strides) {
   node->data = *data;
   node->data.strides = std::move(strides);
   return Tensor(std::move(node));
-}
-
-int CountSubstr(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos;
-       pos = text.find(needle, pos + needle.size())) {
-    ++n;
-  }
-  return n;
 }
 
 // ---- Collect

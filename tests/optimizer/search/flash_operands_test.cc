@@ -18,6 +18,7 @@
 namespace kiln::search {
 namespace {
 
+using testing::CountSubstr;
 using testing::ValueOrFail;
 
 // The chosen kernel's loop (from its first step on).
@@ -255,12 +256,7 @@ TEST(FlashOperands, QkNormFoldRunsWhileTheScoresWgmmaDoes) {
       EXPECT_LT(fold, whole.find("pstage = stage;")) << whole;
       EXPECT_LT(whole.find("pstage = stage;"), whole.find("wgmma_wait_all();", fold)) << whole;
       // One barrier a step (two steps a pass): the ring's.
-      size_t barriers = 0;
-      for (size_t at = whole.find("__syncthreads();"); at != std::string::npos;
-           at = whole.find("__syncthreads();", at + 1)) {
-        ++barriers;
-      }
-      EXPECT_EQ(barriers, 2u) << whole;
+      EXPECT_EQ(CountSubstr(whole, "__syncthreads();"), 2) << whole;
     }
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, source);
   }
@@ -358,15 +354,10 @@ TEST(FlashOperands, TwoWarpgroupsRunHalfAStepApart) {
   const std::string first = loops.substr(0, wg1), second = loops.substr(wg1);
   EXPECT_THAT(first, ::testing::HasSubstr("if (__shfl_sync(0xffffffffu, threadIdx.x / 128, 0) == 0) {"));
   // One barrier a step in each loop (and the first step's), all unaligned.
-  const auto count = [](const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(count(first, "sync_threads_unaligned();"), 1);
-  EXPECT_EQ(count(second, "sync_threads_unaligned();"), 2);
-  EXPECT_EQ(count(loops, "__syncthreads()"), 0);
-  EXPECT_EQ(count(second, "wgmma_wait<1>"), 0) << "warpgroup 1 waits for both products";
+  EXPECT_EQ(CountSubstr(first, "sync_threads_unaligned();"), 1);
+  EXPECT_EQ(CountSubstr(second, "sync_threads_unaligned();"), 2);
+  EXPECT_EQ(CountSubstr(loops, "__syncthreads()"), 0);
+  EXPECT_EQ(CountSubstr(second, "wgmma_wait<1>"), 0) << "warpgroup 1 waits for both products";
   ExpectInOrder(first, {"wgmma_commit();", "wgmma_commit();", "wgmma_wait<1>();", "stable_exp_log2(",
                         "wgmma_wait_all();", "pstage = stage;"});
   ExpectInOrder(second, {"if (step < lean_end) {", "sync_threads_unaligned();", "sc[sl][v][h] = 0.0f;",
