@@ -144,29 +144,19 @@ bool TiledGenerator::AheadRegistersFit() const {
 
 bool TiledGenerator::FlashAheadFits() const { return FlashPipelineable() && AheadRegistersFit(); }
 
+// Step j's scores are done when it starts (`sc`); it issues step j - 1's
+// P@V, then step j + 1's scores into `sa` (K from the next stage), runs its
+// softmax under both, waits for P@V alone (wgmma_wait<1>), packs P, then
+// waits for the scores. The loop is unrolled twice so that the two score
+// arrays trade places (scores0/scores1: a copy between them cost 0.8 us of
+// gqa_bs8's 19.7 on an H100); the first step's scores come before the loop
+// (EmitFlashScoresPrologue), and each step waits for the next step's
+// copies. Needs a ring of 4 stages or more (P@V's stage, the step's, the
+// next's, and copies in flight).
 bool TiledGenerator::FlashScoresAhead() const { return FlashAheadFits() && LeanLoop(); }
 
 int64_t TiledGenerator::RingAhead() const {
   return FlashPingPong() ? stages_ - 3 : FlashPipelined() ? stages_ - 2 : stages_ - 1;
-}
-
-bool TiledGenerator::FlashPingPong() const {
-  if (!FlashPipelined() || FlashScoresAhead() || stages_ < 4 || b_.threads != 256) return false;
-  const MatmulPlan& s = matmuls_[flash_.scores];
-  if (s.m16s != 8 || s.b_scale >= 0 || DeferredScaleFold() >= 0) return false;
-  // In the loop, the ring's inputs and the flash step alone: their one
-  // barrier a step is the only one, the same in both warpgroups' loops.
-  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    const int x = static_cast<int>(i);
-    if (phase_[i] != Phase::kLoop || !needed_[i]) continue;
-    const TileOp::Kind kind = b_.tile_ops[i].kind;
-    const bool flash = x == flash_.scores || x == flash_.exp || x == flash_.pv || x == flash_.sum ||
-                       (kind == TileOp::Kind::kAccumulate && FlashAccumulator(x));
-    if (!flash && kind != TileOp::Kind::kConstant && !(kind == TileOp::Kind::kInput && inputs_[i].ring)) {
-      return false;
-    }
-  }
-  return true;
 }
 
 int TiledGenerator::FoldAhead() const {

@@ -681,51 +681,6 @@ absl::Status TiledGenerator::Generate() {
   return absl::OkStatus();
 }
 
-absl::Status TiledGenerator::EmitPingPongLoops(bool loop_axes) {
-  // Warpgroup 0 takes the pipelined step; warpgroup 1 its first step's
-  // products, then at each step the last one's softmax before its own
-  // products, and after its loop the last step's softmax. Each iteration
-  // of either loop meets the other's at its one barrier (the ring's).
-  e_.Line("// whole steps in a loop for each warpgroup (FlashPingPong): warpgroup 1 half a step behind");
-  unaligned_barriers_ = true;
-  const auto step = [&](PingPong part) -> absl::Status {
-    ping_pong_ = part;
-    EmitLoopStep(loop_axes);
-    ping_pong_ = PingPong::kOff;
-    if (step_barriers_ != 1) {
-      return absl::InternalError(absl::StrCat("codegen: a ping-pong flash loop's step has ", step_barriers_,
-                                              " barriers; both warpgroups' loops need exactly one"));
-    }
-    return absl::OkStatus();
-  };
-  e_.Line("// warpgroup 0's loop, then warpgroup 1's (the index a broadcast: the same in every lane to ptxas)");
-  e_.Open("if (__shfl_sync(0xffffffffu, threadIdx.x / 128, 0) == 0)");
-  e_.Open("for (; step < lean_end; ++step)");
-  if (absl::Status s = step(PingPong::kOff); !s.ok()) return s;
-  e_.Close();
-  e_.Close();
-  e_.Open("else");
-  e_.Linef("float sc[", flash_.warp_slabs, "][", FlashColumns(), "][4];  // a step's scores, in flight across its barrier");
-  e_.Open("if (step < lean_end)");
-  if (absl::Status s = step(PingPong::kIssue); !s.ok()) return s;
-  e_.Line("++step;");
-  e_.Close();
-  e_.Open("for (; step < lean_end; ++step)");
-  if (absl::Status s = step(PingPong::kFinishThenIssue); !s.ok()) return s;
-  e_.Close();
-  e_.Open("if (lean_end > step_begin)");
-  ping_pong_ = PingPong::kFinish;
-  EmitFlashStep();
-  ping_pong_ = PingPong::kOff;
-  e_.Close();
-  // Nothing in flight past here on any path, as ptxas sees them.
-  EmitFlashWgmmaWait(flash_.scores, "sc");
-  EmitFlashWgmmaWait(flash_.pv, absl::StrCat("o", flash_.pv));
-  e_.Close();
-  unaligned_barriers_ = false;
-  return absl::OkStatus();
-}
-
 int64_t TiledGenerator::BlockSteps() const {
   if (b_.forloop.extent.rank() != 1 || !b_.forloop.extent[0].is_concrete()) return 0;
   const int64_t tile = b_.forloop.tile, steps = (b_.forloop.extent[0].value() + tile - 1) / tile;
@@ -733,6 +688,15 @@ int64_t TiledGenerator::BlockSteps() const {
 }
 
 bool TiledGenerator::LeanLoop() const {
+  // For the flash path with rows owned by warps and at least 4 x (stages -
+  // 1) steps a block: there the general step's cold code, interleaved with
+  // the hot, took 2.2 us of gqa_bs8's 33.8 on an H100 (instruction fetch),
+  // where the streaming kernels ran 1-1.7 us slower with it
+  // (rmsnorm_linear_bs1 20.4 -> 22.1, gated_mlp_bs8 24.7 -> 25.7; the former
+  // spilled) and seed_attention's keys-split decode 1.1 us slower. Where the
+  // scores can run a step ahead (FlashAheadFits), from 2 steps a block: the
+  // pipeline lives in that loop alone (gqa_bs1's kernel, 4 steps a block:
+  // 9.66 -> 9.13 us).
   if (stages_ == 0 || RegisterPrefetch() || flash_.pv < 0 || flash_.keys_split) return false;
   const int64_t share = BlockSteps();
   return share >= 4 * (stages_ - 1) || (share >= 2 && FlashAheadFits());

@@ -105,23 +105,15 @@ class TiledGenerator {
   // the steps whose tiles, and the ones they copy into the ring, are all
   // whole, where every copy of the block is a whole aligned vector
   // (ring_whole), with no tails' code (their checks fold away); the rest
-  // take the general step after it. For the flash path with rows owned by
-  // warps and at least 4 x (stages - 1) steps a block: there the general
-  // step's cold code, interleaved with the hot, took 2.2 us of gqa_bs8's
-  // 33.8 on an H100 (instruction fetch), where the streaming kernels ran
-  // 1-1.7 us slower with it (rmsnorm_linear_bs1 20.4 -> 22.1, gated_mlp_bs8
-  // 24.7 -> 25.7; the former spilled) and seed_attention's keys-split
-  // decode 1.1 us slower. Where the scores can run a step ahead
-  // (FlashAheadFits), from 2 steps a block: the pipeline lives in that
-  // loop alone (gqa_bs1's kernel, 4 steps a block: 9.66 -> 9.13 us).
+  // take the general step after it. Which kernels, and why: at the
+  // definition (tiled_gen.cc).
   bool LeanLoop() const;
   int64_t BlockSteps() const;  // a block's share of a concrete loop's steps (one axis); else 0
   // A loop step: its range (k0, kn), its ops, the barrier before the next.
   // With lean_step_, a whole step whose ring copies are whole (the loop
   // of whole steps, Generate): kn is the tile, and the copies unchecked.
   void EmitLoopStep(bool loop_axes);
-  // The loops of whole steps under FlashPingPong, one for each warpgroup.
-  absl::Status EmitPingPongLoops(bool loop_axes);
+  absl::Status EmitPingPongLoops(bool loop_axes);  // under FlashPingPong, one for each warpgroup
   bool lean_step_ = false;
   // Declares `start` and `length`: the first loop coordinate of step
   // `step` and how many of its elements are in range; with `guarded`, none
@@ -485,37 +477,11 @@ class TiledGenerator {
   bool FlashAheadFits() const;  // whether FlashScoresAhead's registers fit, the loop aside
   bool AheadRegistersFit() const;  // its register rule alone (and 4 stages or more)
   // Whether that pipeline also issues each whole step's scores a step ahead
-  // (FlashAttention-3's full overlap): step j's scores are done when it starts
-  // (`sc`); it issues step j - 1's P@V, then step j + 1's scores into `sa` (K
-  // from the next stage), runs its softmax under both, waits for P@V alone
-  // (wgmma_wait<1>), packs P, then waits for the scores. The loop is unrolled
-  // twice so that the two score arrays trade places (scores0/scores1: a copy
-  // between them cost 0.8 us of gqa_bs8's 19.7 on an H100); the first step's
-  // scores come before the loop (EmitFlashScoresPrologue), and each step waits
-  // for the next step's copies. Needs a ring of 4 stages or more (P@V's stage,
-  // the step's, the next's, and copies in flight).
+  // (FlashAttention-3's full overlap; how, at the definition).
   bool FlashScoresAhead() const;
   // Whether the loop of whole steps runs its two warpgroups half a step
-  // apart (FlashAttention-3's ping-pong between warpgroups), where the
-  // pipelined step (FlashPipelined, not FlashScoresAhead) has 8 warps of
-  // 16 rows each, nothing in the loop but the ring and the flash step, and
-  // a ring of 4 stages or more. Each warpgroup takes a loop of its own:
-  // warpgroup 0 the pipelined step, warpgroup 1 at step j the softmax of
-  // step j - 1 and then step j's products, which stay in flight across the
-  // next barrier. So after each barrier one group's products run while the
-  // other group's softmax does, where with both in step every softmax
-  // waited on both groups' products and the tensor cores then idled.
-  // The barriers are reached from two places in the code (an unaligned
-  // barrier: sync_threads_unaligned). The ring runs stages - 3 steps ahead
-  // (RingAhead): warpgroup 1's products still read two stages when the
-  // barrier lets the copies into a third.
+  // apart, each in a loop of its own (tiled_flash_ping_pong.cc).
   bool FlashPingPong() const;
-  enum class PingPong {
-    kOff,              // both warpgroups in step (or no ping-pong)
-    kIssue,            // warpgroup 1's first step: its products, left in flight
-    kFinishThenIssue,  // warpgroup 1's later steps: the last step's softmax, then this step's products
-    kFinish,           // after warpgroup 1's loop: its last step's softmax
-  };
   PingPong ping_pong_ = PingPong::kOff;
   // A flash step of warpgroup 1 in ping-pong (ping_pong_ says which part).
   void EmitFlashPingPongStep();

@@ -112,6 +112,14 @@ struct MatmulPlan {
   int64_t a_packed = -1;
 };
 
+// Which part of a ping-pong flash loop (FlashPingPong) a flash step emits.
+enum class PingPong {
+  kOff,              // both warpgroups in step (or no ping-pong)
+  kIssue,            // warpgroup 1's first step: its products, left in flight
+  kFinishThenIssue,  // warpgroup 1's later steps: the last step's softmax, then this step's products
+  kFinish,           // after warpgroup 1's loop: its last step's softmax
+};
+
 // The online softmax with rows owned by warps (tiled_flash.cc): the
 // step's scores product, its stable exp, the rescaled product and row
 // sum that read it, all in registers. Ops by index, -1: none.
