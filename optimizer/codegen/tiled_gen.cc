@@ -568,8 +568,9 @@ absl::Status TiledGenerator::Generate() {
         if (matmuls_[i].paired) e_.Linef("float d", i, "b[", matmuls_[i].per_warp, "][4] = {};  // its odd k chunks'");
         continue;
       }
-      e_.Linef("float d", i, "[", matmuls_[i].rows, "][", inputs_[b_.tile_ops[i].args[1]].width,
-               "] = {};  // x", i, "'s sums in registers");
+      const InputPlan& b_plan = inputs_[b_.tile_ops[i].args[1]];
+      e_.Linef("float d", i, "[", matmuls_[i].rows, "][", matmuls_[i].dot ? b_plan.per_thread : b_plan.width,
+               "] = {};  // x", i, matmuls_[i].dot ? "'s dots in registers: a row and vector each" : "'s sums in registers");
     }
     for (size_t i = 0; i < n; ++i) {
       if (register_sum_[i] < 0) continue;

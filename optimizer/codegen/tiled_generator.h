@@ -368,6 +368,12 @@ class TiledGenerator {
   void PlanFlushScratch();
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
+  // The dot form of a direct matmul (MatmulPlan::dot): whether matmul i
+  // takes it (B by rows with few vectors a row, summed into an accumulator
+  // that follows no running max), its step and its flush.
+  bool PlanDot(int i, const std::vector<int>& uses, int64_t* registers);
+  void EmitDotMatmul(int i);
+  void EmitDotFlush(int i);
   // Opens the loops over the elements of tensor-core product i's fragments
   // that this lane holds: j (its tiles), h (the fragment's 4), with m0, v and
   // the element's row r declared; CloseFragmentElements closes them.

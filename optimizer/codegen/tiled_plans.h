@@ -68,6 +68,12 @@ struct MatmulPlan {
   // registers over the whole loop, `vectors` B vectors per tile row.
   bool direct = false;
   int64_t vectors = 0;
+  // A direct matmul whose B's vectors run along k (B stored by rows of n,
+  // as a Linear weight [out, in] or MLA's W_uk read transposed): each
+  // thread dots its B vectors with A's rows at their k, keeping one sum a
+  // row and vector over the whole loop; after it, the `vectors` lanes of a
+  // column add theirs by shuffles (PlanDirect, EmitDotMatmul).
+  bool dot = false;
   // A direct matmul on tensor cores (mma.sync m16n8k16): B's fragments
   // read from the ring with ldmatrix, A's from its f32 tile rounded to
   // the product's dtype (or its ring). The output's m16 x n8 tiles, row

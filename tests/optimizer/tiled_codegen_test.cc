@@ -67,6 +67,30 @@ TEST(TiledCodegen, OddTilesAndTransposedWeightsCompile) {
   ExpectCompiles(RmsNormLinear(DType::kBF16, 3, 127, 127, {}, /*transposed=*/true));
 }
 
+// Weights stored [N, K] (B's vectors along k): each thread dots the
+// vectors it copied with X's rows, in registers for the whole loop; a
+// column's lanes add by shuffles after it. W never widens into a tile.
+// Stored [K, N], the same product keeps its vectors along N instead.
+TEST(TiledCodegen, WeightsStoredByRowsAreDottedInRegisters) {
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
+    for (const int64_t split : {1, 4}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " split ", split));
+      const KernelGraph graph = RmsNormLinear(dtype, 3, 4097, 127, {.split = split}, /*transposed=*/true);
+      absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+      ASSERT_TRUE(source.ok()) << source.status();
+      const std::string& code = source->source;
+      EXPECT_THAT(code, ::testing::HasSubstr("this thread's B vectors (along k) dotted with A's rows"));
+      EXPECT_THAT(code, ::testing::HasSubstr("the direct matmul reads this step's vectors from the ring"));
+      // A column's 64 elements a step: 8 vectors of f16 (3 shuffles), 16 of f32 (4).
+      EXPECT_EQ(CountSubstr(code, "s += __shfl_xor_sync(0xffffffffu, s, "), dtype == DType::kF32 ? 4 : 3);
+      ExpectCompiles(graph);
+    }
+  }
+  absl::StatusOr<codegen::KernelSource> by_columns = Generate(RmsNormLinear(DType::kF16, 3, 4097, 127));
+  ASSERT_TRUE(by_columns.ok()) << by_columns.status();
+  EXPECT_THAT(by_columns->source, ::testing::Not(::testing::HasSubstr("dotted with A's rows")));
+}
+
 TEST(TiledCodegen, GatedMlpCompiles) {
   for (DType dtype : {DType::kF16, DType::kF32}) {
     SCOPED_TRACE(DTypeName(dtype));
