@@ -25,7 +25,7 @@ enum class MatmulPath {
 };
 
 // Counters (unsigned) a split loop takes per grid point: the count in, and
-// where its blocks share out the combine, the count out (split_gather).
+// where its blocks share out the combine, the count out (split_leave).
 inline constexpr int kSplitCounters = 2;
 
 struct KernelSource {

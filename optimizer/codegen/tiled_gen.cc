@@ -673,7 +673,7 @@ absl::Status TiledGenerator::Generate() {
   EmitPhase(Phase::kAfter);
   EmitStores();
   if (split_axis >= 0 && split_together()) {
-    e_.Linef("if (threadIdx.x == 0 && p.together) split_count_out(counters + ", kSplitCounters,
+    e_.Linef("if (threadIdx.x == ", CountOutThread(), " && p.together) split_count_out(counters + ", kSplitCounters,
              " * point, counted_out, ", b_.loop_split, "u);");
   }
   if (split_axis >= 0) e_.Close();  // the last block's part

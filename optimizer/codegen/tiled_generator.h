@@ -658,6 +658,9 @@ class TiledGenerator {
   // Declares vb0..vb2, the block's index along each launch dim, where
   // CausalOrder.
   void DeclareBlockIndices();
+  // The thread that counts a block out of a shared combine (split_leave)
+  // and, at the end of its part, frees the counters (split_count_out).
+  std::string CountOutThread() const { return b_.threads > 32 ? "32" : "0"; }
   // The block's index along launch dim g (blockIdx, or vb<g>).
   std::string BlockIndex(int g) const;
   // A split loop's combine shared out (tiled_split.cc). In a cooperative

@@ -279,18 +279,22 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   // The barrier orders every thread's partials before thread 0's count,
   // whose release makes them visible to the block that counts last (its
   // acquire, then the barrier, order them before its reads). A point's
-  // counters: the count in, and (split_gather) the count out.
+  // counters: the count in, and (split_leave) the count out.
   Sync();
   const std::string counter = absl::StrCat("counters + ", kSplitCounters, " * point");
   if (share_.axis >= 0) {
     e_.Line("unsigned counted_out = 0u;  // where every block goes on: its count out, read at the end "
             "(split_count_out)");
-    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (counted_out = split_gather(", counter, ", ",
-             b_.loop_split, "u), true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
+    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(", counter, ", ", b_.loop_split,
+             "u), true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   } else {
     e_.Linef("if (threadIdx.x == 0) split_last = split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   }
   Sync();
+  if (share_.axis >= 0) {
+    e_.Linef("if (p.together && threadIdx.x == ", CountOutThread(), ") counted_out = split_leave(", counter,
+             ");  // not warp 0's: it reads the maxes first");
+  }
   e_.Open("if (split_last)");
   if (share_.axis >= 0) {
     const int64_t per = share_.per;

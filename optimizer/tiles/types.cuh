@@ -295,19 +295,25 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* at) {
 }
 // A split loop's meeting at a grid point in a cooperative launch, where
 // every block is resident and may wait: counts this block in at counter[0]
-// (split_arrive, after the caller's barrier), waits until all `blocks` have
-// (each acquire makes their partials visible; the caller's barrier after,
-// to the rest of its threads), then counts it out at counter[1] and returns
-// the count out before it, unread: the atomic's round trip runs under the
-// caller's combine, and split_count_out at its end lets the last out zero
-// both counters for the next launch, when no block reads counter[0] any more
-// (each counted out after its last read, which its acquire orders first).
-// On an H100, gqa_bs1's kernel took 8.48 -> 7.90 us with the count out off
-// the combine's way (hand-edited).
-__device__ __forceinline__ unsigned split_gather(unsigned* counter, unsigned blocks) {
+// (split_arrive, after the caller's barrier) and waits until all `blocks`
+// have (each acquire makes their partials visible; the caller's barrier
+// after, to the rest of its threads).
+__device__ __forceinline__ void split_gather(unsigned* counter, unsigned blocks) {
   split_arrive(counter);
   while (load_acquire(counter) < blocks) {
   }
+}
+// After split_gather and the barrier that follows it: counts the block out
+// at counter[1] and returns the count out before it, unread. The atomic's
+// round trip runs under the caller's combine, and split_count_out at its end
+// lets the last out zero both counters for the next launch, when no block
+// reads counter[0] any more (each counted out after the barrier that
+// follows its last read). On an H100, gqa_bs1's kernel took 8.48 -> 7.90 us
+// with the count out off the combine's way (hand-edited). Issued by a
+// thread of another warp than the one that reads the blocks' maxes first
+// (a warp's loads queued behind its atomic's round trip): on an H200,
+// MLA's three kernels 10.74 -> 10.61 us (hand-edited, three rounds each).
+__device__ __forceinline__ unsigned split_leave(unsigned* counter) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   unsigned before;
   asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter + 1) : "memory");
@@ -316,7 +322,7 @@ __device__ __forceinline__ unsigned split_gather(unsigned* counter, unsigned blo
   return atomicAdd(counter + 1, 1u);
 #endif
 }
-// The end of a block's part after split_gather, given the count out it
+// The end of a block's part after split_leave, given the count out it
 // returned: the last of the `blocks` out zeroes the point's counters.
 __device__ __forceinline__ void split_count_out(unsigned* counter, unsigned counted_out, unsigned blocks) {
   if (counted_out == blocks - 1) {

@@ -197,7 +197,7 @@ class GpuTiledCodegen : public ::testing::Test {
       return context_->CopyDeviceToHost(stored.data(), out_ptr, stored.size());
     };
     // Each launch leaves its counters zero for the next (the last block,
-    // or the last block out of split_gather).
+    // or the last block out of split_leave).
     const auto counters_zero = [&]() -> absl::Status {
       if (!p.counters) return absl::OkStatus();
       std::vector<unsigned> counters(p.counters->bytes() / sizeof(unsigned), 1u);

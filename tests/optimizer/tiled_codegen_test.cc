@@ -238,12 +238,17 @@ TEST(TiledCodegen, ASplitLoopSharesOutItsCombineWhenEveryBlockIsResident) {
   EXPECT_TRUE(source->split_together);
   const std::string& code = source->source;
   EXPECT_THAT(code, ::testing::HasSubstr("unsigned together;"));
-  EXPECT_THAT(code, ::testing::HasSubstr("split_last = p.together ? (counted_out = split_gather(counters + 2 * point, "
-                                         "4u), true) : split_arrive(counters + 2 * point) == 3u;"));
-  // The count out's round trip runs under the combine: its value is read
+  EXPECT_THAT(code, ::testing::HasSubstr("split_last = p.together ? (split_gather(counters + 2 * point, 4u), true) "
+                                         ": split_arrive(counters + 2 * point) == 3u;"));
+  // The count out's round trip runs under the combine: warp 1 issues it
+  // after the barrier (warp 0 reads the maxes first) and reads its value
   // after the stores, where the last out frees the counters.
+  const size_t gather = code.find("split_gather(");
+  const size_t leave = code.find("if (p.together && threadIdx.x == 32) counted_out = split_leave(counters + 2 * point);");
+  ASSERT_NE(leave, std::string::npos) << code;
+  EXPECT_NE(code.substr(gather, leave - gather).find("__syncthreads();"), std::string::npos) << code;
   const size_t stores = code.rfind("store_f16(");
-  const size_t count_out = code.find("if (threadIdx.x == 0 && p.together) split_count_out(counters + 2 * point, "
+  const size_t count_out = code.find("if (threadIdx.x == 32 && p.together) split_count_out(counters + 2 * point, "
                                      "counted_out, 4u);");
   ASSERT_NE(count_out, std::string::npos) << code;
   EXPECT_LT(stores, count_out);
@@ -259,7 +264,7 @@ TEST(TiledCodegen, ASplitLoopSharesOutItsCombineWhenEveryBlockIsResident) {
   ASSERT_NE(store, std::string::npos) << code;
   EXPECT_NE(code.rfind("for (int l = split_lo + threadIdx.x; l < split_hi; l += 256)", store), std::string::npos)
       << code;
-  // split_gather frees the counters where every block goes on.
+  // The last block zeroes the count in where the blocks do not go on together.
   EXPECT_THAT(code, ::testing::HasSubstr("if (threadIdx.x == 0 && !p.together) counters[2 * point] = 0u;"));
   ExpectCompiles(graph);
 
