@@ -660,7 +660,11 @@ class TiledGenerator {
   void DeclareBlockIndices();
   // The thread that counts a block out of a shared combine (split_leave)
   // and, at the end of its part, frees the counters (split_count_out).
-  std::string CountOutThread() const { return b_.threads > 32 ? "32" : "0"; }
+  // Thread 0, as it leaves split_gather, where a point has 16 blocks or
+  // fewer; with more, the last warp's first thread after the barrier (see
+  // EmitSplitCombine).
+  bool CountOutAfterBarrier() const { return b_.loop_split > 16 && b_.threads > 32; }
+  std::string CountOutThread() const { return absl::StrCat(CountOutAfterBarrier() ? b_.threads - 32 : 0); }
   // The block's index along launch dim g (blockIdx, or vb<g>).
   std::string BlockIndex(int g) const;
   // A split loop's combine shared out (tiled_split.cc). In a cooperative

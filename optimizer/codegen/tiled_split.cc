@@ -285,15 +285,21 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   if (share_.axis >= 0) {
     e_.Line("unsigned counted_out = 0u;  // where every block goes on: its count out, read at the end "
             "(split_count_out)");
-    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(", counter, ", ", b_.loop_split,
-             "u), true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
+    // The count out: with many blocks (their atomics on one counter take
+    // long), by the last warp after the barrier, as warp 0's loads of the
+    // maxes queued behind it (on an H200, mla_decode 10.23/10.20 ->
+    // 10.12/10.12 us); with few, by thread 0 as it leaves (gqa_bs1 7.47/7.47
+    // against 7.56/7.52 from the last warp).
+    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(", counter, ", ", b_.loop_split, "u), ",
+             CountOutAfterBarrier() ? "" : absl::StrCat("counted_out = split_leave(", counter, "), "),
+             "true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   } else {
     e_.Linef("if (threadIdx.x == 0) split_last = split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   }
   Sync();
-  if (share_.axis >= 0) {
+  if (share_.axis >= 0 && CountOutAfterBarrier()) {
     e_.Linef("if (p.together && threadIdx.x == ", CountOutThread(), ") counted_out = split_leave(", counter,
-             ");  // not warp 0's: it reads the maxes first");
+             ");  // the last warp's: the first read the maxes");
   }
   e_.Open("if (split_last)");
   if (share_.axis >= 0) {
