@@ -125,6 +125,14 @@ bool TiledGenerator::PlanDot(int i, const std::vector<int>& uses, int64_t* regis
   return true;
 }
 
+std::string TiledGenerator::DirectA(int i, const std::string& k) const {
+  const TileOp& op = b_.tile_ops[i];
+  const MatmulPlan& plan = matmuls_[i];
+  const int a = op.args[0];
+  return RoundedTo(op.dtype, a,
+                   plan.a_ring ? RingElement(a, "stage", "m", k) : absl::StrCat(Buffer(a), "[m * ", plan.depth, " + ", k, "]"));
+}
+
 void TiledGenerator::EmitDotMatmul(int i) {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
@@ -134,8 +142,7 @@ void TiledGenerator::EmitDotMatmul(int i) {
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i],
            " after the loop: this thread's B vectors (along k) dotted with A's rows", plan.a_ring ? " (from its ring)" : "",
            ", in registers");
-  const std::string a_value = RoundedTo(
-      op.dtype, a, plan.a_ring ? RingElement(a, "stage", "m", "k") : absl::StrCat(Buffer(a), "[m * ", plan.depth, " + k]"));
+  const std::string a_value = DirectA(i, "k");
   e_.Linef("const int dot_k = threadIdx.x % ", plan.vectors, " * ", in.width, ";  // the k of this thread's vectors");
   // Only in-range k: A's tail may hold anything (B's is zero).
   e_.Linef("const int dot_kn = ", Length(RowAxis(bm)), " - dot_k;");
@@ -689,9 +696,7 @@ void TiledGenerator::EmitDirectMatmul(int i) {
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i],
            " after the loop: this thread's B vectors times A's column", plan.a_ring ? " (from its ring)" : "",
            ", in registers");
-  const std::string a_value = RoundedTo(
-      op.dtype, a,
-      plan.a_ring ? RingElement(a, "stage", "m", "kk") : absl::StrCat(Buffer(a), "[m * ", plan.depth, " + kk]"));
+  const std::string a_value = DirectA(i, "kk");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
   e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ", kk = l / ", plan.vectors, ";");

@@ -373,6 +373,9 @@ class TiledGenerator {
   // that follows no running max), its step and its flush.
   bool PlanDot(int i, const std::vector<int>& uses, int64_t* registers);
   void EmitDotMatmul(int i);
+  // A's element (m, k) of direct matmul i, from its ring or its f32 tile,
+  // rounded to the product's dtype (code: m and k are the caller's names).
+  std::string DirectA(int i, const std::string& k) const;
   void EmitDotFlush(int i);
   // Opens the loops over the elements of tensor-core product i's fragments
   // that this lane holds: j (its tiles), h (the fragment's 4), with m0, v and
