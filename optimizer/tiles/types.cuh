@@ -303,17 +303,19 @@ __device__ __forceinline__ void split_gather(unsigned* counter, unsigned blocks)
   while (load_acquire(counter) < blocks) {
   }
 }
-// After split_gather and the barrier that follows it: counts the block out
-// at counter[1] and returns the count out before it, unread. The atomic's
-// round trip runs under the caller's combine, and split_count_out at its end
-// lets the last out zero both counters for the next launch, when no block
-// reads counter[0] any more (each counted out after the barrier that
-// follows its last read). On an H100, gqa_bs1's kernel took 8.48 -> 7.90 us
-// with the count out off the combine's way (hand-edited). Where a point
-// has many blocks, it is issued after the barrier by a thread of another
-// warp than those that read the blocks' maxes first (a warp's loads queued
-// behind its atomic's round trip): on an H200, MLA's three kernels (64
-// blocks) 10.74 -> 10.61 us, hand-edited, three rounds each.
+// After split_gather (by the thread that waited in it, or by another after
+// the barrier that follows it): counts the block out at counter[1] and
+// returns the count out before it, unread. The atomic's round trip runs
+// under the caller's combine, and split_count_out at its end lets the last
+// out zero both counters for the next launch, when no block reads
+// counter[0] any more (each counted out after its last read of it, which
+// the acquire or the barrier orders first). On an H100, gqa_bs1's kernel
+// took 8.48 -> 7.90 us with the count out off the combine's way
+// (hand-edited). Where a point has many blocks, it is issued after the
+// barrier by a thread of another warp than those that read the blocks'
+// maxes first (a warp's loads queued behind its atomic's round trip): on an
+// H200, MLA's three kernels (64 blocks) 10.74 -> 10.61 us, hand-edited,
+// three rounds each.
 __device__ __forceinline__ unsigned split_leave(unsigned* counter) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   unsigned before;
