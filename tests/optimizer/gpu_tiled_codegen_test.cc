@@ -279,7 +279,8 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
   // mean on each step's sum and on each square, whole and split. Tiles of
   // 32 and 16 columns: tensor cores on rows of 4 and 2 swizzled vectors.
   // 32 blocks: lanes in groups a vector (Run checks the combine's bits
-  // both ways).
+  // both ways). Weights stored [N, K] in tiles of 64 k: the dot form
+  // (PlanDot), alone and split 4 ways.
   const Variant variants[] = {{{}, false},
                               {{.n = 32}, false},
                               {{.m = 16, .k = 64, .n = 16, .split = 3}, false},
@@ -291,7 +292,8 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
                               {{}, false, 0, Mean::kOnStepSum},
                               {{.m = 5, .k = 30, .n = 24, .split = 3}, false, 1.0, Mean::kOnStepSum},
                               {{.split = 3}, false, 0, Mean::kOnSquares},
-                              {{.split = 32}, false}};
+                              {{.split = 32}, false},
+                              {{.split = 4}, true}};
   for (DType dtype : {DType::kF16, DType::kF32, DType::kBF16}) {
     for (const Shape3& s : kShapes) {
       for (const Variant& v : variants) {

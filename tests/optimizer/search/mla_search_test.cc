@@ -203,6 +203,10 @@ TEST(MlaSearch, TheAttentionCopiesTheCacheBeforeItsWait) {
   const codegen::KernelSource first = ValueOrFail(codegen::GenerateKernel(*r.graph, 0));
   EXPECT_FALSE(first.inputs_before_wait);
   EXPECT_FALSE(PrologueBeforeWait(first.source));
+  // q W_uk^T reads W_uk transposed (its vectors along the product's k): it
+  // dots them with q in registers, no f32 tile of W_uk (PlanDot).
+  EXPECT_NE(first.source.find("this thread's B vectors (along k) dotted with A's rows"), std::string::npos)
+      << first.source;
   const codegen::KernelSource attention = ValueOrFail(codegen::GenerateKernel(*r.graph, 1));
   EXPECT_TRUE(attention.inputs_before_wait);
   EXPECT_TRUE(PrologueBeforeWait(attention.source));
