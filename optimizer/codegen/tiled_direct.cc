@@ -42,6 +42,16 @@ bool TiledGenerator::RowRescale(int acc) const {
   return rows.size() <= tiles_[acc].axes.size() && (rows.empty() || rows.back() == 1);
 }
 
+// A matmul summed into an accumulator whose B is a loop tile that only it
+// reads, loaded as 16-byte vectors along N, with few rows of A: each thread
+// multiplies the B vectors it loaded by A's column and keeps the sums in
+// registers for the whole loop (B never reaches shared memory and the step
+// needs no barrier for it); after the loop the threads' sums are added, in
+// a fixed order, into the accumulator (EmitDirectFlush). An accumulator that
+// follows a running max (the online softmax's P@V) has its register sums
+// multiplied by the step's factor, row by row (EmitRegisterRescale), before
+// the step adds to them. With B's vectors along k instead, the dot form
+// (PlanDot, tiled_dot.cc).
 void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   int64_t registers = 64;  // the sums all direct matmuls keep per thread
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
@@ -100,92 +110,12 @@ void TiledGenerator::PlanDirect(const std::vector<int>& uses) {
   }
 }
 
-bool TiledGenerator::PlanDot(int i, const std::vector<int>& uses, int64_t* registers) {
-  // B's vectors along k, with a column's vectors in consecutive lanes of
-  // one warp (the tasks walk k fastest) and the same k for each of a
-  // thread's vectors: the lanes of a column add their dots by shuffles and
-  // its first adds the sum into the accumulator, so B never widens into an
-  // f32 tile (MLA's q W_uk^T, whose B is W_uk read transposed, widened its
-  // W_uk tile with 8-way bank conflicts and took three barriers a step).
-  if (!RowsB(i, uses) || b_.tile_ops[fused_into_[i]].rescale >= 0) return false;
-  const int a = b_.tile_ops[i].args[0], bm = b_.tile_ops[i].args[1];
-  InputPlan& in = inputs_[bm];
-  const int64_t vectors = in.row_vectors(), rows = RowAxis(i).size;
-  if (vectors > 32 || 32 % vectors != 0 || b_.threads % vectors != 0) return false;
-  if (ColAxis(a).size != RowAxis(bm).size || rows * in.per_thread > *registers) return false;
-  *registers -= rows * in.per_thread;
-  MatmulPlan& plan = matmuls_[i];
-  plan.direct = plan.dot = true;
-  plan.rows = rows;
-  plan.cols = ColAxis(i).size;
-  plan.depth = ColAxis(a).size;
-  plan.vectors = vectors;
-  in.direct = true;
-  registers_ += rows * in.per_thread + 4 * (in.ring ? 1 : in.per_thread);
-  return true;
-}
-
 std::string TiledGenerator::DirectA(int i, const std::string& k) const {
   const TileOp& op = b_.tile_ops[i];
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0];
   return RoundedTo(op.dtype, a,
                    plan.a_ring ? RingElement(a, "stage", "m", k) : absl::StrCat(Buffer(a), "[m * ", plan.depth, " + ", k, "]"));
-}
-
-void TiledGenerator::EmitDotMatmul(int i) {
-  const TileOp& op = b_.tile_ops[i];
-  const MatmulPlan& plan = matmuls_[i];
-  const int a = op.args[0], bm = op.args[1];
-  const InputPlan& in = inputs_[bm];
-  if (!plan.a_ring) Read(a, false);
-  e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i],
-           " after the loop: this thread's B vectors (along k) dotted with A's rows", plan.a_ring ? " (from its ring)" : "",
-           ", in registers");
-  const std::string a_value = DirectA(i, "k");
-  e_.Linef("const int dot_k = threadIdx.x % ", plan.vectors, " * ", in.width, ";  // the k of this thread's vectors");
-  // Only in-range k: A's tail may hold anything (B's is zero).
-  e_.Linef("const int dot_kn = ", Length(RowAxis(bm)), " - dot_k;");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
-  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ";");
-  const bool ragged = in.tasks % b_.threads != 0;
-  if (ragged) e_.Open(absl::StrCat("if (l < ", in.tasks, ")"));
-  e_.Linef("const uint4 v = ", in.ring ? RingSlot(bm, "stage", "l") : absl::StrCat("cur", bm, "[it]"), ";");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int m = 0; m < ", plan.rows, "; ++m)"));
-  e_.Linef("float s = d", i, "[m][it];");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int j = 0; j < ", in.width, "; ++j)"));
-  e_.Line("const int k = dot_k + j;");
-  e_.Linef("if (j < dot_kn) s = fmaf(", a_value, ", bits_to_", DTypeSuffix(in.dtype), "(vector_bits(v, j, ",
-           DTypeSize(in.dtype), ")), s);");
-  e_.Close();
-  e_.Linef("d", i, "[m][it] = s;");
-  e_.Close();
-  if (ragged) e_.Close();
-  e_.Close();
-}
-
-void TiledGenerator::EmitDotFlush(int i) {
-  const MatmulPlan& plan = matmuls_[i];
-  const int target = fused_into_[i];
-  const InputPlan& in = inputs_[b_.tile_ops[i].args[1]];
-  Read(target, false);
-  e_.Linef("// x", target, " += the threads' dots of x", i, ": a column's ", plan.vectors,
-           " lanes by shuffles, then its first lane");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int it = 0; it < ", in.per_thread, "; ++it)"));
-  e_.Linef("const int l = threadIdx.x + it * ", b_.threads, ", n = l / ", plan.vectors, ";");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int m = 0; m < ", plan.rows, "; ++m)"));
-  e_.Linef("float s = d", i, "[m][it];");
-  for (int64_t d = plan.vectors / 2; d >= 1; d /= 2) e_.Linef("s += __shfl_xor_sync(0xffffffffu, s, ", d, ");");
-  e_.Linef("if (l % ", plan.vectors, " == 0 && l < ", in.tasks, ") ", Buffer(target), "[m * ", plan.cols,
-           " + n] += s;");
-  e_.Close();
-  e_.Close();
-  Wrote(target, false);
 }
 
 bool TiledGenerator::SameMmaLoop(int p, int q) const {

@@ -352,15 +352,8 @@ class TiledGenerator {
   // Whether a step product's B is X * s as MatmulPlan::b_scale reads it:
   // X and s; X's only other readers are ring folds' chains.
   std::optional<std::pair<int, int>> ScaledB(int i, const std::vector<int>& uses) const;
-  // A matmul summed into an accumulator whose B is a loop tile that only
-  // it reads, loaded as 16-byte vectors along N, with few rows of A: each
-  // thread multiplies the B vectors it loaded by A's column and keeps the
-  // sums in registers for the whole loop (B never reaches shared memory and
-  // the step needs no barrier for it); after the loop the threads' sums are
-  // added, in a fixed order, into the accumulator (EmitDirectFlush). An
-  // accumulator that follows a running max (the online softmax's P@V) has
-  // its register sums multiplied by the step's factor, row by row
-  // (EmitRegisterRescale), before the step adds to them.
+  // Matmuls summed into an accumulator whose B, a loop tile only they read,
+  // goes through registers, never a tile (see the definition).
   void PlanDirect(const std::vector<int>& uses);
   // The scratch the flushes after the loop share (direct_scratch_): the
   // most any direct matmul or register sum takes (not the flash path's),
@@ -368,15 +361,13 @@ class TiledGenerator {
   void PlanFlushScratch();
   void EmitDirectMatmul(int i);
   void EmitDirectFlush();
-  // The dot form of a direct matmul (MatmulPlan::dot): whether matmul i
-  // takes it (B by rows with few vectors a row, summed into an accumulator
-  // that follows no running max), its step and its flush.
+  // The dot form (MatmulPlan::dot, tiled_dot.cc): its plan, step and flush.
   bool PlanDot(int i, const std::vector<int>& uses, int64_t* registers);
   void EmitDotMatmul(int i);
+  void EmitDotFlush(int i);
   // A's element (m, k) of direct matmul i, from its ring or its f32 tile,
   // rounded to the product's dtype (code: m and k are the caller's names).
   std::string DirectA(int i, const std::string& k) const;
-  void EmitDotFlush(int i);
   // Opens the loops over the elements of tensor-core product i's fragments
   // that this lane holds: j (its tiles), h (the fragment's 4), with m0, v and
   // the element's row r declared; CloseFragmentElements closes them.
@@ -661,13 +652,10 @@ class TiledGenerator {
   // Declares vb0..vb2, the block's index along each launch dim, where
   // CausalOrder.
   void DeclareBlockIndices();
-  // The thread that counts a block out of a shared combine (split_leave)
-  // and, at the end of its part, frees the counters (split_count_out).
-  // Thread 0, as it leaves split_gather, where a point has 16 blocks or
-  // fewer; with more, the last warp's first thread after the barrier (see
-  // EmitSplitCombine).
-  bool CountOutAfterBarrier() const { return b_.loop_split > 16 && b_.threads > 32; }
-  std::string CountOutThread() const { return absl::StrCat(CountOutAfterBarrier() ? b_.threads - 32 : 0); }
+  // Who counts a block out of a shared combine (split_leave) and frees the
+  // counters (split_count_out), and whether after the gather's barrier.
+  bool CountOutAfterBarrier() const;
+  std::string CountOutThread() const;
   // The block's index along launch dim g (blockIdx, or vb<g>).
   std::string BlockIndex(int g) const;
   // A split loop's combine shared out (tiled_split.cc). In a cooperative

@@ -158,6 +158,17 @@ void TiledGenerator::PlanSplitShare() {
   }
 }
 
+bool TiledGenerator::CountOutAfterBarrier() const {
+  // Thread 0, as it leaves split_gather, where a point has 16 blocks or
+  // fewer; with more, the last warp's first thread after the barrier (see
+  // EmitSplitCombine).
+  return b_.loop_split > 16 && b_.threads > 32;
+}
+
+std::string TiledGenerator::CountOutThread() const {
+  return absl::StrCat(CountOutAfterBarrier() ? b_.threads - 32 : 0);
+}
+
 int TiledGenerator::ShareAxisOf(const TileInfo& t) const {
   return share_.axis < 0 ? -1 : GridAxisIn(t, share_.axis);
 }

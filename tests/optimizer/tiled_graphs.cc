@@ -2,6 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
 #include "optimizer/ugraph_validate.h"
 
 namespace kiln::testing {
@@ -64,6 +66,27 @@ bool SymbolicDimsRefused(const absl::Status& status) {
 absl::StatusOr<codegen::KernelSource> Generate(const KernelGraph& graph) {
   if (absl::Status s = ugraph::Validate(graph); !s.ok()) return s;
   return codegen::GenerateKernel(graph, 0);
+}
+
+void ExpectCompiles(const KernelGraph& graph) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+  absl::StatusOr<codegen::KernelSource> source = Generate(graph);
+  ASSERT_TRUE(source.ok()) << source.status() << "\n" << ugraph::ToText(graph);
+  ExpectWaitsForTheKernelBefore(source->source);
+  // A buffer per tile, less those it needs none for, plus scratch for
+  // matmuls whose threads split the contraction, plus up to 192 KiB of loop
+  // tiles in flight (the ring; more than 96 KiB only where a step's tiles
+  // are large), within what a block may have.
+  EXPECT_GT(source->dynamic_shared_bytes, 0);
+  EXPECT_LE(source->dynamic_shared_bytes, ugraph::SharedMemoryBytes(graph.kernels[0].block) + 8192 + 192 * 1024);
+  EXPECT_LE(source->dynamic_shared_bytes, ugraph::DeviceLimits().max_shared_memory_per_block);
+  jit::CompileOptions options;
+  options.arch = "sm_90";
+  absl::StatusOr<std::string> cubin =
+      jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), options);
+  ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source->source;
+  EXPECT_FALSE(cubin->empty());
 }
 
 void ExpectWaitsForTheKernelBefore(const std::string& code) {

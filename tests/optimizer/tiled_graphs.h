@@ -116,6 +116,12 @@ bool SymbolicDimsRefused(const absl::Status& status);
 // The validated graph's kernel source.
 absl::StatusOr<codegen::KernelSource> Generate(const KernelGraph& graph);
 
+// That the graph's kernel generates, waits for the kernel before it
+// (ExpectWaitsForTheKernelBefore), takes shared memory within its tiles'
+// and a block's bounds, and that NVRTC compiles it for sm_90 (skipped
+// without NVRTC).
+void ExpectCompiles(const KernelGraph& graph);
+
 // Launched early (jit::LaunchConfig::early), a kernel waits for the kernel
 // before it once (wait_for_prior_grid), and touches device memory only
 // after that but for L2 prefetches; it lets the kernel after it launch
