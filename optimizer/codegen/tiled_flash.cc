@@ -174,7 +174,7 @@ void TiledGenerator::DeclareFlash() {
   const int a = b_.tile_ops[flash_.scores].args[0];
   const int64_t chunks = s.depth / 16;
   Read(a, false);
-  if (q_from_bits) {
+  if (q_from_bits && !flash_.a_registers) {
     return e_.Linef("const uint4* const qa = reinterpret_cast<const uint4*>(smem + ", flash_.a_offset, ");  // x",
                     flash_.scores, "'s A fragments, stored as x", a, " loaded");
   }
@@ -185,7 +185,7 @@ void TiledGenerator::DeclareFlash() {
     e_.Linef("uint4* const qa = reinterpret_cast<uint4*>(smem + ", flash_.a_offset, ");  // x",
              flash_.scores, "'s A fragments (x", a, ", the same every step), packed: [warp][slab][k chunk][lane]");
   }
-  if (flash_.cols_split && flash_.a_registers) return DeclareSharedRowsA(a, chunks);
+  if (flash_.cols_split && flash_.a_registers) return DeclareSharedRowsA(a, chunks, q_from_bits);
   e_.Open("");
   DeclareMmaLane();
   OpenFlashWarps();

@@ -554,7 +554,7 @@ class TiledGenerator {
   int64_t FlashSharedAFloats() const;
   // With O's columns shared out, Q's fragments into every warp's registers
   // through one packed copy in shared memory (at FlashPlan::a_offset).
-  void DeclareSharedRowsA(int a, int64_t chunks);
+  void DeclareSharedRowsA(int a, int64_t chunks, bool from_bits);
   // Where the lane's words of slab `sl` and k chunk `c` lie among them.
   std::string FlashSharedAIndex() const;
   // Q from its loaded bits straight to those words (QFromBits in

@@ -105,7 +105,11 @@ bool ChainOver(const std::vector<TileOp>& ops, const std::vector<TileInfo>& tile
 
 QFromBits TiledGenerator::FlashQFromBits() const {
   const QFromBits none;
-  if (flash_.pv < 0 || !flash_.a_shared || flash_.cols_split || flash_.keys_split) return none;
+  if (flash_.pv < 0 || flash_.keys_split) return none;
+  // Packed for every warp's own rows (a_shared), or once for all the
+  // warps where they share one slab (DeclareSharedRowsA's [k chunk][lane]).
+  const bool shared_rows = flash_.cols_split && flash_.a_registers && flash_.warp_slabs == 1 && flash_.groups == 1;
+  if (!shared_rows && (!flash_.a_shared || flash_.cols_split)) return none;
   if (flash_.groups > 1 && flash_.warp_slabs != 1) return none;
   const std::vector<TileOp>& ops = b_.tile_ops;
   const MatmulPlan& s = matmuls_[flash_.scores];
@@ -209,16 +213,20 @@ void TiledGenerator::EmitFlashQFromBits(int i) {
   CloseThreadTasks(i);
 }
 
-void TiledGenerator::DeclareSharedRowsA(int a, int64_t chunks) {
+void TiledGenerator::DeclareSharedRowsA(int a, int64_t chunks, bool from_bits) {
   // Every warp holds the same rows: the warps pack the fragments once, a
   // share of the k chunks each, then each loads all of them. Read from the
   // f32 tile by every warp, at 8-way bank conflicts (its rows lie a multiple
   // of 32 floats apart), they took ~2100 cycles of MLA's middle kernel on
-  // an H100 (4 warps, 16 chunks).
+  // an H100 (4 warps, 16 chunks). Where Q's loaded bits went straight to
+  // the packed words (FlashQFromBits; DeclareFlash's barrier since), there
+  // is no f32 tile and nothing to pack.
   e_.Linef("uint4* const qp = reinterpret_cast<uint4*>(smem + ", flash_.a_offset, ");  // x", a,
-           "'s fragments packed: [k chunk][lane]");
-  EmitPackFragments(flash_.scores, flash_.a_offset);
-  Sync();
+           "'s fragments packed: [k chunk][lane]", from_bits ? ", stored as loaded" : "");
+  if (!from_bits) {
+    EmitPackFragments(flash_.scores, flash_.a_offset);
+    Sync();
+  }
   e_.Open("");
   e_.Line("const int lane = threadIdx.x & 31;");
   e_.Line("#pragma unroll");

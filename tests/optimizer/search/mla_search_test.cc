@@ -191,8 +191,8 @@ void ExpectQInTheRingsLastStage(const std::string& source, const std::string& ri
 
 // The factored form (three kernels) at the bench's shape: its attention
 // copies C, a graph input, into its ring before its wait for q W_uk^T's
-// kernel, q W_uk^T's f32 tile lying in the ring's last stage, which the
-// prologue leaves free. The first kernel waits first (the kernel before it
+// kernel, and takes q W_uk^T from its loaded bits to the scores' packed
+// fragments (no f32 tile). The first kernel waits first (the kernel before it
 // is not its graph's), and so does the attention where an output of the
 // graph is written over C (a KV cache's slice update).
 TEST(MlaSearch, TheAttentionCopiesTheCacheBeforeItsWait) {
@@ -210,7 +210,11 @@ TEST(MlaSearch, TheAttentionCopiesTheCacheBeforeItsWait) {
   const codegen::KernelSource attention = ValueOrFail(codegen::GenerateKernel(*r.graph, 1));
   EXPECT_TRUE(attention.inputs_before_wait);
   EXPECT_TRUE(PrologueBeforeWait(attention.source));
-  ExpectQInTheRingsLastStage(attention.source, R"(ring\d+)");
+  // q W_uk^T's loaded bits go straight to the scores' packed A fragments
+  // (FlashQFromBits): no f32 tile of it, nothing packed from one.
+  EXPECT_NE(attention.source.find("x0 straight to x3's A fragments' words (FlashQFromBits)"), std::string::npos)
+      << attention.source;
+  EXPECT_EQ(attention.source.find("float* const x0 ="), std::string::npos) << attention.source;
   ugraph::KernelGraph aliased = *r.graph;
   int cache = -1;
   for (const int t : aliased.kernels[1].inputs) {
