@@ -108,8 +108,9 @@ QFromBits TiledGenerator::FlashQFromBits() const {
   if (flash_.pv < 0 || flash_.keys_split) return none;
   // Packed for every warp's own rows (a_shared), or once for all the
   // warps where they share one slab (DeclareSharedRowsA's [k chunk][lane]).
+  const bool per_warp_rows = flash_.a_shared && !flash_.cols_split;
   const bool shared_rows = flash_.cols_split && flash_.a_registers && flash_.warp_slabs == 1;
-  if (!shared_rows && (!flash_.a_shared || flash_.cols_split)) return none;
+  if (!per_warp_rows && !shared_rows) return none;
   if (flash_.groups > 1 && flash_.warp_slabs != 1) return none;
   const std::vector<TileOp>& ops = b_.tile_ops;
   const MatmulPlan& s = matmuls_[flash_.scores];
