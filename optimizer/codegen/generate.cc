@@ -159,6 +159,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   MatmulPath matmul_path = MatmulPath::kNone;
   std::vector<MatmulPath> op_paths;
   int64_t step_barriers = 0, mma_warps = 0, step_threads = b.threads, flash_groups = 1;
+  bool flash_groups_share_columns = false;
   bool split_together = false, inputs_before_wait = false;
   switch (b.kind) {
     case BlockKind::kPointwise:
@@ -183,6 +184,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       mma_warps = tiled->mma_warps;
       step_threads = tiled->step_threads;
       flash_groups = tiled->flash_groups;
+      flash_groups_share_columns = tiled->flash_groups_share_columns;
       split_together = tiled->split_together;
       inputs_before_wait = tiled->inputs_before_wait;
       break;
@@ -202,6 +204,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.mma_warps = mma_warps;
   out.step_threads = step_threads;
   out.flash_groups = flash_groups;
+  out.flash_groups_share_columns = flash_groups_share_columns;
   out.split_together = split_together;
   out.inputs_before_wait = inputs_before_wait;
   out.reports_errors = GraphReportsErrors(b.epilogue);

@@ -60,8 +60,11 @@ struct KernelSource {
   // they come in groups, below).
   int64_t step_threads = 0;
   // The flash path's groups of warps that share out a step's keys, merged
-  // after the loop (two barriers a block); 1: none.
+  // after the loop (two barriers a block); 1: none. With O's columns shared
+  // out among a group's warps, the merge moves each warp's registers once
+  // (no pass over a tile).
   int64_t flash_groups = 1;
+  bool flash_groups_share_columns = false;
   // Dynamic shared memory per block, in bytes (the launch passes it).
   int64_t dynamic_shared_bytes = 0;
   // A split for-loop's workspace (ws): this many bytes per grid point (a

@@ -75,27 +75,33 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
                             (s_rows.extent.is_concrete() && s_rows.extent.value() <= s_rows.size);
     const bool cols_split = !keys_split && rows_whole && s_plan.m16s == 1 && pv_plan.n8s % warps == 0 &&
                             s_plan.n8s <= 8 && !exp.mask.on();
+    // Warps to spare over the slabs, where no SM gets a second block to
+    // run in their place: groups of a warp per slab share out each step's
+    // keys, two or more columns of tiles (16 keys) a group. (On an H100,
+    // qknorm_gqa_bs1's 128 blocks: 17.3 -> 15.9 us, gqa_bs1's 11.9 either
+    // way; with 4 blocks an SM, gqa_bs8's grouped kernels took 45 us where
+    // blocks of 4 warps took 31.) With O's columns shared out, two groups
+    // of warps each take half the step's keys, its warps O's columns
+    // between them: a step's two halves run side by side instead of the
+    // whole step's chain of products once a warp.
+    const bool sm_to_itself = ugraph::LaunchedBlocks(b_) <= ugraph::kPlannedSms;
+    int64_t groups = 1;
+    if (!keys_split && sm_to_itself && flash_groups_allowed_) {
+      if (cols_split) {
+        if (warps % 2 == 0 && s_plan.n8s % 4 == 0 && pv_plan.n8s % (warps / 2) == 0) groups = 2;
+      } else if (warps > s_plan.m16s && warps % s_plan.m16s == 0) {
+        const int64_t g = warps / s_plan.m16s;
+        if (s_plan.n8s % (2 * g) == 0) groups = g;
+      }
+    }
     // Two slabs a warp where the tile has two for each warp: S's and O's
     // fragments of both: 4 x (16 + 32) registers for 64 keys at head dim
     // 128 (FlashAttention-2's 128 x 64 tiles).
     const int64_t warp_slabs = !keys_split && s_plan.m16s == 2 * warps ? 2 : 1;
     if (!keys_split && !cols_split && (s_plan.rows <= 16 || s_plan.m16s > warp_slabs * warps)) continue;
     if (pv_plan.rows != s_plan.rows || s_plan.n8s % 2 != 0 || pv_plan.depth != s_plan.cols) continue;
-    const int64_t o_n8s = cols_split ? pv_plan.n8s / warps : pv_plan.n8s;
+    const int64_t o_n8s = cols_split ? pv_plan.n8s / (warps / groups) : pv_plan.n8s;
     if (!keys_split && s_plan.n8s + o_n8s > (warp_slabs == 1 ? 32 : 24)) continue;
-    // Warps to spare over the slabs, where no SM gets a second block to
-    // run in their place: groups of a warp per slab share out each step's
-    // keys, two or more columns of tiles (16 keys) a group. (On an H100,
-    // qknorm_gqa_bs1's 128 blocks: 17.3 -> 15.9 us, gqa_bs1's 11.9 either
-    // way; with 4 blocks an SM, gqa_bs8's grouped kernels took 45 us where
-    // blocks of 4 warps took 31.)
-    int64_t groups = 1;
-    const bool sm_to_itself = ugraph::LaunchedBlocks(b_) <= ugraph::kPlannedSms;
-    if (!keys_split && !cols_split && sm_to_itself && flash_groups_allowed_ && warps > s_plan.m16s &&
-        warps % s_plan.m16s == 0) {
-      const int64_t g = warps / s_plan.m16s;
-      if (s_plan.n8s % (2 * g) == 0) groups = g;
-    }
     // P's readers: the product and at most one row sum into an
     // accumulator that follows the same max.
     int sum = -1;
@@ -260,6 +266,9 @@ void TiledGenerator::EmitFlashStep() {
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
            flash_.sum >= 0 ? absl::StrCat(", x", flash_.sum, " = its row sum") : "",
            split              ? ": each warp 16 keys"
+           : groups > 1 && flash_.cols_split
+               ? absl::StrCat(": each warp ", rows, ", its group's ", sn * 8, " keys of ", s.cols, " and ",
+                              8 * FlashOColumns(), " columns of O")
            : groups > 1       ? absl::StrCat(": each warp ", rows, " and its group's ", sn * 8, " keys of ", s.cols)
            : flash_.cols_split ? absl::StrCat(": each warp ", rows, " and ", 8 * FlashOColumns(), " columns of O")
                               : absl::StrCat(": each warp ", rows),
@@ -352,11 +361,18 @@ int64_t TiledGenerator::FlashColumns() const {
 
 int64_t TiledGenerator::FlashOColumns() const {
   const int64_t n8s = matmuls_[flash_.pv].n8s;
-  return flash_.cols_split ? n8s / (b_.threads / 32) : n8s;
+  return flash_.cols_split ? n8s / FlashGroupWarps() : n8s;
 }
 
 std::string TiledGenerator::FlashOFirst() const {
-  return flash_.cols_split ? absl::StrCat("warp * ", FlashOColumns()) : "0";
+  if (!flash_.cols_split) return "0";
+  const int64_t warps = FlashGroupWarps();
+  return flash_.groups > 1 ? absl::StrCat("warp % ", warps, " * ", FlashOColumns())
+                           : absl::StrCat("warp * ", FlashOColumns());
+}
+
+int64_t TiledGenerator::FlashGroupWarps() const {
+  return flash_.cols_split ? b_.threads / 32 / flash_.groups : matmuls_[flash_.scores].m16s;
 }
 
 bool TiledGenerator::FlashWarpsIdle() const {
@@ -367,6 +383,10 @@ bool TiledGenerator::FlashWarpsIdle() const {
 void TiledGenerator::OpenFlashWarps() {
   const int64_t slabs = matmuls_[flash_.scores].m16s;
   if (FlashWarpsIdle()) e_.Open(absl::StrCat("if (warp < ", slabs, ")"));
+  if (flash_.groups > 1 && flash_.cols_split) {
+    e_.Linef("const int m0 = 0, kg = warp / ", FlashGroupWarps(), ";  // the one slab; the warp's group");
+    return;
+  }
   if (flash_.groups > 1) {
     e_.Linef("const int m0 = warp % ", slabs, " * 16, kg = warp / ", slabs, ";  // the warp's slab and group");
     return;
@@ -586,20 +606,20 @@ void TiledGenerator::EmitFlashFlush() {
 int64_t TiledGenerator::FlashGroupScratch() const {
   // Per lane of each warp past group 0: its two rows' running maxes and
   // sums, and its P@V fragments.
-  const int64_t slabs = matmuls_[flash_.scores].m16s;
-  return (flash_.groups - 1) * slabs * 32 * (4 + 4 * matmuls_[flash_.pv].n8s);
+  return (flash_.groups - 1) * FlashGroupWarps() * 32 * (4 + 4 * FlashOColumns());
 }
 
 void TiledGenerator::EmitFlashGroupMerge() {
-  const MatmulPlan& pv = matmuls_[flash_.pv];
-  const int64_t slabs = matmuls_[flash_.scores].m16s, lanes = (flash_.groups - 1) * slabs * 32;
+  // A group's warps: one a slab, or O's columns shared out between them.
+  const int64_t slabs = FlashGroupWarps(), lanes = (flash_.groups - 1) * slabs * 32, o_n8s = FlashOColumns();
   const std::string part = FlushScratch();
   // Field f of lane `at` (past group 0's warps) at part[f * lanes + at]: a
   // warp's lanes read and write consecutive floats.
   const auto field = [&](const std::string& f) { return absl::StrCat(part, "[(", f, ") * ", lanes, " + at]"); };
   e_.Linef("// x", flash_.pv, "'s fragments, x", flash_.exp, "'s running max",
            flash_.sum >= 0 ? absl::StrCat(" and x", flash_.sum, "'s sums") : "",
-           ": each group's, over its keys, brought to group 0's warp of the same slab and lane");
+           ": each group's, over its keys, brought to group 0's warp of the same ",
+           flash_.cols_split ? "columns" : "slab", " and lane");
   Sync();  // the scratch may hold other sums
   e_.Open("");
   DeclareMmaLane();
@@ -612,7 +632,7 @@ void TiledGenerator::EmitFlashGroupMerge() {
   e_.Linef(field("2 + h"), " = run_sum[0][h];");
   e_.Close();
   e_.Line("#pragma unroll");
-  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) ", field("4 + v * 4 + h"), " = o",
+  e_.Linef("for (int v = 0; v < ", o_n8s, "; ++v) for (int h = 0; h < 4; ++h) ", field("4 + v * 4 + h"), " = o",
            flash_.pv, "[0][v][h];");
   e_.Close();
   e_.Close();
@@ -633,7 +653,7 @@ void TiledGenerator::EmitFlashGroupMerge() {
   e_.Line("run_max[0][h] = top;");
   e_.Close();
   e_.Line("#pragma unroll");
-  e_.Linef("for (int v = 0; v < ", pv.n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv, "[0][v][h] = o",
+  e_.Linef("for (int v = 0; v < ", o_n8s, "; ++v) for (int h = 0; h < 4; ++h) o", flash_.pv, "[0][v][h] = o",
            flash_.pv, "[0][v][h] * mine[h >> 1] + ", field("4 + v * 4 + h"), " * theirs[h >> 1];");
   e_.Close();
   e_.Close();

@@ -762,6 +762,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.mma_warps = generator.mma_warps();
   out.step_threads = generator.step_threads();
   out.flash_groups = generator.flash_groups();
+  out.flash_groups_share_columns = generator.flash_groups() > 1 && generator.flash_cols_split();
   out.split_together = generator.split_together();
   out.inputs_before_wait = generator.ring_before_wait();
   // As many as shared memory and the registers the kernel needs (an

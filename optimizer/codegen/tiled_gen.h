@@ -33,6 +33,7 @@ struct TiledKernel {
   // of warps (KernelSource).
   int64_t step_threads = 0;
   int64_t flash_groups = 1;
+  bool flash_groups_share_columns = false;
   // A split loop whose blocks can share out the combine; the ring's first
   // copies before the wait for the kernel before (KernelSource).
   bool split_together = false;

@@ -68,6 +68,8 @@ class TiledGenerator {
   }
   // The flash path's groups of warps (FlashPlan::groups; 1 without it).
   int64_t flash_groups() const { return flash_.groups; }
+  // Whether the flash path's warps share out O's columns (FlashPlan::cols_split).
+  bool flash_cols_split() const { return flash_.cols_split; }
   // Whether a split loop's blocks can share out its combine when they are
   // all resident (p.together, a cooperative launch): see SplitShare.
   bool split_together() const { return share_.axis >= 0; }
@@ -565,6 +567,9 @@ class TiledGenerator {
   // warps share them out (FlashPlan::cols_split); else all, from 0.
   int64_t FlashOColumns() const;
   std::string FlashOFirst() const;
+  // The warps of a group of flash warps: one a slab, or (O's columns
+  // shared out) the block's warps over its groups.
+  int64_t FlashGroupWarps() const;
   // Whether tile i is the flash path's O or row-sum accumulator, which
   // its flush writes whole after the loop (no zeros before it): it may
   // lie in the ring's space.

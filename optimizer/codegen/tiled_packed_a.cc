@@ -109,7 +109,7 @@ QFromBits TiledGenerator::FlashQFromBits() const {
   // Packed for every warp's own rows (a_shared), or once for all the
   // warps where they share one slab (DeclareSharedRowsA's [k chunk][lane]).
   const bool per_warp_rows = flash_.a_shared && !flash_.cols_split;
-  const bool shared_rows = flash_.cols_split && flash_.a_registers && flash_.warp_slabs == 1 && flash_.groups == 1;
+  const bool shared_rows = flash_.cols_split && flash_.a_registers && flash_.warp_slabs == 1;
   if (!per_warp_rows && !shared_rows) return none;
   if (flash_.groups > 1 && flash_.warp_slabs != 1) return none;
   const std::vector<TileOp>& ops = b_.tile_ops;
@@ -202,10 +202,11 @@ void TiledGenerator::EmitFlashQFromBits(int i) {
     e_.Linef("for (int j = 0; j < 4; ++j) w[j] = pack_", DTypeSuffix(op.dtype), "x2(", scaled("v[2 * j]"), ", ",
              scaled("v[2 * j + 1]"), ");");
   }
-  // Each group of warps its own copy.
+  // Each group of warps its own copy (one for all where they share the
+  // slab's rows).
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int j = 0; j < 4; ++j)"));
-  for (int64_t g = 0; g < flash_.groups; ++g) {
+  for (int64_t g = 0; g < (flash_.cols_split ? 1 : flash_.groups); ++g) {
     const std::string warp = g == 0 ? "r / 16" : absl::StrCat("(", g * matmuls_[flash_.scores].m16s, " + r / 16)");
     e_.Linef("reinterpret_cast<unsigned*>(smem + ", flash_.a_offset, ")[((", warp, " * ", depth / 16,
              " + c / 16) * 32 + r % 8 * 4 + j) * 4 + r / 8 % 2 + c / 8 % 2 * 2] = w[j];");

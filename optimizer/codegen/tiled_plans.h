@@ -154,7 +154,10 @@ struct FlashPlan {
   // of one warp per slab, and group q takes the q-th share of each
   // step's keys (its own running max, row sums and P@V fragments) for
   // its slab; after the loop the other groups' registers are brought to
-  // group 0's through the scratch (EmitFlashGroupMerge). 1: no groups.
+  // group 0's through the scratch (EmitFlashGroupMerge). With O's columns
+  // shared out (cols_split), two groups of warps each take half of every
+  // step's keys, a group's warps O's columns between them, merged the same
+  // way, warp by warp of the same columns. 1: no groups.
   int64_t groups = 1;
   // Slabs of 16 rows a warp owns: 2 where the query tile has two slabs
   // for each warp (FlashAttention-2's 32 rows a warp), so that each of

@@ -453,7 +453,12 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     // loop: two more phases a wave. (Without them, qknorm_gqa_bs8's grouped
     // 64-row schedules tied its 128-row ones at 135 us and took the 6 timed
     // places: 59.7 us chosen, against 47.6.)
-    const double merge_us = source->flash_groups > 1 ? 2 * per_phase * waves : 0;
+    // Where the groups' warps share out O's columns (MLA's attention over
+    // its latent), the merge moves a warp's registers, not the step's tile:
+    // two phases of the floor (on an H200 its grouped kernels ran the three
+    // 9.85 us against 10.06 ungrouped, the merge included).
+    const double merge_phase = source->flash_groups_share_columns ? constants.phase_us : per_phase;
+    const double merge_us = source->flash_groups > 1 ? 2 * merge_phase * waves : 0;
     total += constants.launch_us + std::max({memory_us, compute_us, phases_us}) + constants.step_us * steps * waves +
              combine_us + merge_us;
   }

@@ -2,6 +2,7 @@
 // ldmatrix at shared-memory addresses worked out before the loop, two
 // columns of tiles at a time, whether K is given transposed or by rows.
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -95,7 +96,8 @@ TEST(FlashOperands, KeysByRowsAreReadTwoColumnsOfTilesAtATime) {
 }
 
 // One slab of rows held whole by the block, O wide (MLA's heads against
-// its latent): every warp takes S and P whole, and its own columns of O
+// its latent): every warp takes S and P whole (its group's half of the
+// step's keys, where two groups share them), and its own columns of O
 // (its B offsets from its first column of tiles); after the loop each
 // warp stores its columns, warp 0 the rows' max and sum.
 TEST(FlashOperands, AWideOOfOneSlabIsSharedOutByColumns) {
@@ -112,7 +114,17 @@ TEST(FlashOperands, AWideOOfOneSlabIsSharedOutByColumns) {
   ASSERT_NE(at, std::string::npos) << source.source;
   const int per_warp = std::stoi(source.source.substr(at + declared.size())) / 8;
   ASSERT_GE(per_warp, 1);
-  const std::string first = absl::StrCat("warp * ", per_warp);
+  // Where no SM holds a second block, two groups of warps take each
+  // step's halves, the warps of a group O's columns between them (merged
+  // after the loop): the warp's first column of tiles is within its group.
+  std::smatch grouped;
+  const bool groups = std::regex_search(source.source, grouped, std::regex(R"(kg = warp / (\d+);  // the one slab)"));
+  const std::string first = groups ? absl::StrCat("warp % ", grouped[1].str(), " * ", per_warp)
+                                   : absl::StrCat("warp * ", per_warp);
+  if (groups) {
+    EXPECT_EQ(std::stoi(grouped[1].str()) * 2, source.threads / 32) << "two groups";
+    EXPECT_THAT(source.source, ::testing::HasSubstr("brought to group 0's warp of the same columns and lane"));
+  }
   EXPECT_THAT(loop.substr(step), ::testing::HasSubstr(first)) << "B from the warp's first column of tiles";
   // (To its tile, or where a split loop's partials are all the flush's, to
   // the workspace: FlashPartialsDirect.)
