@@ -1,7 +1,7 @@
 // The code generator for graph-defined blocks, shared by its source files:
 // tiled_gen.cc (the tile ops, phases and the loop), tiled_plan.cc (layout and
-// planning), tiled_load.cc (reading input tiles), tiled_matmul.cc and
-// tiled_direct.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc (attention's
+// planning), tiled_load.cc (reading input tiles), tiled_matmul.cc,
+// tiled_direct.cc and tiled_dot.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc (attention's
 // scores, softmax and P@V in registers; Hopper's products and their pipeline),
 // tiled_fragment_epilogue.cc (outputs computed from tensor-core fragments),
 // tiled_register_sum.cc (sums kept in registers), tiled_stable_exp.cc (the online
@@ -663,20 +663,7 @@ class TiledGenerator {
   std::string CountOutThread() const;
   // The block's index along launch dim g (blockIdx, or vb<g>).
   std::string BlockIndex(int g) const;
-  // A split loop's combine shared out (tiled_split.cc). In a cooperative
-  // launch (p.together) every block of a grid point is resident, so each
-  // waits for all of them (split_gather) and then combines and stores its
-  // share of the point's rows along grid axis `axis`: [split_lo, split_hi)
-  // of the `size` its tiles take there, `per` a block (rounded up so that
-  // every accumulator's share starts on 4 floats, for 16-byte loads), or a
-  // row's elements in `parts` runs, a block each.
-  // Otherwise (a grid too large to be resident at once) the last block to
-  // count in does it all, and its share is every row. Planned where all
-  // after the loop is elementwise (a share's outputs read its own rows) and,
-  // in every tile the combine writes, the axis is outermost (a share is one
-  // run of elements). axis -1: none (the last block only).
-  struct SplitShare { int axis = -1; int64_t size = 0, per = 0, parts = 1; };
-  SplitShare share_;
+  SplitShare share_;  // tiled_plans.h
   void PlanSplitShare();
   // Where tile t has the share's axis (of size above 1), or -1.
   int ShareAxisOf(const TileInfo& t) const;

@@ -1,5 +1,5 @@
-// The plans of a graph-defined block's inputs, products and flash path
-// (TiledGenerator's), apart from the generator's declarations.
+// The plans of a graph-defined block's inputs, products, flash path and
+// split combine (TiledGenerator's), apart from the generator's declarations.
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_PLANS_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_PLANS_H_
 
@@ -202,6 +202,20 @@ struct FragmentEpilogue {
   std::vector<int> products;
   std::vector<bool> ops;
 };
+
+// A split loop's combine shared out (tiled_split.cc). In a cooperative
+// launch (p.together) every block of a grid point is resident, so each
+// waits for all of them (split_gather) and then combines and stores its
+// share of the point's rows along grid axis `axis`: [split_lo, split_hi)
+// of the `size` its tiles take there, `per` a block (rounded up so that
+// every accumulator's share starts on 4 floats, for 16-byte loads), or a
+// row's elements in `parts` runs, a block each.
+// Otherwise (a grid too large to be resident at once) the last block to
+// count in does it all, and its share is every row. Planned where all
+// after the loop is elementwise (a share's outputs read its own rows) and,
+// in every tile the combine writes, the axis is outermost (a share is one
+// run of elements). axis -1: none (the last block only).
+struct SplitShare { int axis = -1; int64_t size = 0, per = 0, parts = 1; };
 
 }  // namespace kiln::codegen::tiled_internal
 
