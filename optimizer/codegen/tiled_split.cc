@@ -429,10 +429,11 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   // loop unrolled) and, where four consecutive elements share one row's
   // factor, 16 bytes wide: the combine is a few L2 round trips, not one per
   // element and block. Where the blocks are many (over 16) and a share has
-  // few vectors, `group` consecutive lanes take each vector, a lane every
-  // group-th block, and add their sums by shuffles (MLA's quarter rows: 16
-  // vectors, 256 threads, 64 blocks: 4 loads a lane where a lane alone
-  // would take 64). The last block alone (no p.together) takes the same
+  // few vectors, `group` threads take each vector, each every group-th
+  // block, and add their sums (MLA's quarter rows: 16 vectors, 256 threads,
+  // 64 blocks: 4 loads a thread where one alone would take 64): consecutive
+  // lanes by shuffles, or, with their loads ahead, a group a run of warps,
+  // through the scratch (CombineAcrossWarps). The last block alone (no p.together) takes the same
   // sums in one thread, in the same order: the output does not depend on
   // the launch. Where lanes are grouped, each has one vector at most and
   // its loads fit in registers, they are issued before the maxes' pass
@@ -440,11 +441,18 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   // kernel (hand-edited) combined in 2.6 us a row a block and in 1.2 a
   // quarter row; its three kernels as generated ran 11.2 us without the
   // loads ahead, 11.0 with them, and 11.2 with them after the maxes' pass.
+  // Whether accumulator j's lanes are grouped with their loads ahead (and,
+  // together, their sums meet in the scratch: CombineAcrossWarps).
+  const auto loads_ahead = [&](int j, int64_t at, int* width) {
+    const int64_t group = CombineGroup(j, at, floats, width);
+    const int64_t per_lane = (b_.loop_split + group - 1) / group;
+    const int64_t vectors = (ShareElements(tiles_[j]) + *width - 1) / *width;
+    return group > 1 && per_lane <= 16 && group * vectors <= b_.threads;
+  };
   int width = 1;
+  const bool early = loads_ahead(i, offset, &width);
   const int64_t group = CombineGroup(i, offset, floats, &width);
   const int64_t per_lane = (b_.loop_split + group - 1) / group;
-  const int64_t vectors = (ShareElements(tiles_[i]) + width - 1) / width;
-  const bool early = group > 1 && per_lane <= 16 && group * vectors <= b_.threads;
   if (ahead) {
     if (!early) return;
     const auto [lo, hi] = ShareRange(tiles_[i]);
@@ -471,6 +479,14 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   } else {
     e_.Open("if (p.together)");
     if (early) {
+      // The scratch is free once an earlier accumulator's tree has read it.
+      bool after_another = false;
+      for (const auto& [j, at] : SplitAccumulators()) {
+        if (j == i) break;
+        int w = 1;
+        after_another = after_another || (!SplitRowSum(j) && loads_ahead(j, at, &w));
+      }
+      if (after_another) Sync();
       EmitCombineAcrossWarps(i, offset, floats, width, group);
     } else {
       EmitCombineVectors(i, offset, floats, width, group, "");
