@@ -33,6 +33,34 @@ int64_t Elements(const Shape& shape) {
   return n;
 }
 
+// The values a composed graph passes between its kernels: `count`, each
+// 16 x 256 (q W_uk^T or P C at the bench's shape; K and V never formed).
+void ExpectValuesBetween(const ugraph::KernelGraph& g, int count) {
+  KILN_EXPECT_OK(ugraph::Validate(g));
+  int between = 0;
+  for (const ugraph::DTensor& t : g.tensors) {
+    if (t.role != ugraph::TensorRole::kIntermediate) continue;
+    ++between;
+    EXPECT_EQ(Elements(t.shape), 16 * 256) << ugraph::ToText(g);
+  }
+  EXPECT_EQ(between, count);
+}
+
+// Every kernel of a composed graph generated (and compiled where NVRTC
+// loads); the attention's (kernel 1) source.
+std::string CompiledAttention(const ugraph::KernelGraph& g) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  std::string attention;
+  for (size_t k = 0; k < g.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(g, static_cast<int>(k));
+    EXPECT_TRUE(source.ok()) << source.status();
+    if (!source.ok()) continue;
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, *source);
+    if (k == 1) attention = source->source;
+  }
+  return attention;
+}
+
 bool HasRank3Op(const Region& r) {
   for (const RegionOp& op : r.ops) {
     if (op.classes.size() > 2) return true;
@@ -137,27 +165,13 @@ TEST(FactorProducts, TheComposedGraphIsChosenWhereItRunsFastest) {
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("factored into kernels"));
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("part 0 alone"));
   EXPECT_EQ(r.report.measured_us, 5.0);
-  KILN_EXPECT_OK(ugraph::Validate(*r.graph));
-  int between = 0;
-  for (const ugraph::DTensor& t : r.graph->tensors) {
-    if (t.role != ugraph::TensorRole::kIntermediate) continue;
-    ++between;
-    EXPECT_EQ(Elements(t.shape), 16 * 256) << ugraph::ToText(*r.graph);
-  }
-  EXPECT_EQ(between, 2);
-  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
-  for (size_t k = 0; k < r.graph->kernels.size(); ++k) {
-    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*r.graph, static_cast<int>(k));
-    ASSERT_TRUE(source.ok()) << source.status();
-    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, *source);
-    if (k != 1) continue;
-    // The attention between: the flash path with O's 256 columns shared
-    // out among the warps (each takes S and P whole, in registers), and a
-    // split combine of a warp per row (each block combines one head's).
-    const std::string& code = source->source;
-    EXPECT_NE(code.find("columns of O, in registers (no barrier)"), std::string::npos) << code;
-    EXPECT_NE(code.find("m = warp_reduce<true>(m);", code.find("if (split_last)")), std::string::npos) << code;
-  }
+  ExpectValuesBetween(*r.graph, 2);
+  // The attention between: the flash path with O's 256 columns shared out
+  // among the warps (each takes S and P whole, in registers), and a split
+  // combine of a warp per row (each block combines one head's).
+  const std::string code = CompiledAttention(*r.graph);
+  EXPECT_NE(code.find("columns of O, in registers (no barrier)"), std::string::npos) << code;
+  EXPECT_NE(code.find("m = warp_reduce<true>(m);", code.find("if (split_last)")), std::string::npos) << code;
 }
 
 // Where two kernels run fastest, the last product is the attention's
@@ -177,31 +191,17 @@ TEST(FactorProducts, TheLastProductFusesIntoTheAttentionsKernel) {
   ASSERT_EQ(r.graph->kernels.size(), 2u) << r.report.ToString();
   EXPECT_EQ(r.parts.size(), 3u);
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("(last product fused)"));
-  KILN_EXPECT_OK(ugraph::Validate(*r.graph));
-  int between = 0;
-  for (const ugraph::DTensor& t : r.graph->tensors) {
-    if (t.role != ugraph::TensorRole::kIntermediate) continue;
-    ++between;
-    EXPECT_EQ(Elements(t.shape), 16 * 256) << ugraph::ToText(*r.graph);
-  }
-  EXPECT_EQ(between, 1);
+  ExpectValuesBetween(*r.graph, 1);  // q W_uk^T
   const ugraph::Kernel& attention = r.graph->kernels[1];
   ASSERT_FALSE(attention.block.tile_ops.empty());
   EXPECT_EQ(attention.block.tile_ops.back().kind, ugraph::TileOp::Kind::kRowMatmul);
   EXPECT_EQ(attention.outputs, std::vector<int>{4});  // the region's output
   EXPECT_NE(std::find(attention.inputs.begin(), attention.inputs.end(), 3), attention.inputs.end());  // W_uv
-  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
-  for (size_t k = 0; k < r.graph->kernels.size(); ++k) {
-    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*r.graph, static_cast<int>(k));
-    ASSERT_TRUE(source.ok()) << source.status();
-    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, *source);
-    if (k != 1) continue;
-    const std::string& code = source->source;
-    const size_t ahead = code.find("its loads under the blocks' meeting"), meet = code.find("split_gather(");
-    EXPECT_NE(ahead, std::string::npos) << code;
-    EXPECT_LT(ahead, meet) << code;
-    EXPECT_NE(code.find("row_matmul f16", meet), std::string::npos) << code;
-  }
+  const std::string code = CompiledAttention(*r.graph);
+  const size_t ahead = code.find("its loads under the blocks' meeting"), meet = code.find("split_gather(");
+  EXPECT_NE(ahead, std::string::npos) << code;
+  EXPECT_LT(ahead, meet) << code;
+  EXPECT_NE(code.find("row_matmul f16", meet), std::string::npos) << code;
 }
 
 // The fused graph computes the region: over finite fields, every kernel
