@@ -133,6 +133,21 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
         info.in_loop = a.in_loop || b.in_loop;
         break;
       }
+      case TileOp::Kind::kRowMatmul: {
+        if (absl::Status s = want_args(2); !s.ok()) return s;
+        const TileInfo& a = arg(0);
+        const TileInfo& w = arg(1);
+        if (block.tile_ops[op.args[1]].kind != TileOp::Kind::kInput) return Bad(i, "the rows' matrices are an input");
+        if (a.axes.size() != 2 || w.axes.size() != 3) return Bad(i, "operand ranks (rows [r, k], matrices [r, k, n])");
+        if (!(a.axes[0] == w.axes[0])) return Bad(i, "the rows and their matrices differ in r");
+        if (!(a.axes[1] == w.axes[1])) return Bad(i, "the contracted axes differ");
+        if (a.in_loop || w.in_loop) return Bad(i, "a row product inside the loop");
+        if (op.dtype != DType::kF32 && op.dtype != DType::kF16 && op.dtype != DType::kBF16) {
+          return Bad(i, "product dtype must be f32, f16 or bf16");
+        }
+        info.axes = {a.axes[0], TileAxis(), w.axes[2]};  // [r, 1, n]: a product of one row per batch
+        break;
+      }
       case TileOp::Kind::kReduceSum: {
         if (absl::Status s = want_args(1); !s.ok()) return s;
         info = arg(0);

@@ -156,6 +156,7 @@ std::string TileKindName(TileOp::Kind kind) {
     case TileOp::Kind::kReduceSum: return "reduce_sum";
     case TileOp::Kind::kAccumulate: return "accumulate";
     case TileOp::Kind::kStableExp: return "stable_exp";
+    case TileOp::Kind::kRowMatmul: return "row_matmul";
   }
   return "?";
 }
@@ -167,7 +168,8 @@ std::string TileOpText(const TileOp& op) {
     case TileOp::Kind::kConstant: absl::StrAppend(&out, " ", op.value); break;
     case TileOp::Kind::kUnary:
     case TileOp::Kind::kBinary: absl::StrAppend(&out, " ", OpName(op.op)); break;
-    case TileOp::Kind::kMatmul: absl::StrAppend(&out, " ", DTypeName(op.dtype)); break;
+    case TileOp::Kind::kMatmul:
+    case TileOp::Kind::kRowMatmul: absl::StrAppend(&out, " ", DTypeName(op.dtype)); break;
     case TileOp::Kind::kReduceSum:
     case TileOp::Kind::kStableExp: absl::StrAppend(&out, " axis ", op.axis); break;
     case TileOp::Kind::kAccumulate: break;

@@ -227,6 +227,14 @@ struct TileOp {
                   // exp(-m) must follow it (`rescale`). With `mask`
                   // (over args[0]'s tile axes, by the tensor dims they
                   // cover), masked elements are left out of m and give 0.
+    kRowMatmul,   // args[0] [r, k] times each row's own matrix, args[1] [r, k, n]
+                  // (a kInput): [r, 1, n], row i of args[0] times matrix i, the
+                  // operands rounded to `dtype` (a batched product whose batch
+                  // is the rows: MLA's W_uv, a matrix per head, applied to the
+                  // attention's output, whose rows are the heads). Not
+                  // searched: made where a factored region's parts are
+                  // composed (factor.h, FuseRowProduct). args[1] is never a
+                  // tile: it is read from the tensor where it is used.
   };
   Kind kind = Kind::kInput;
   OpKind op = OpKind::kLeaf;  // kUnary, kBinary
@@ -234,7 +242,7 @@ struct TileOp {
   int input = -1;             // kInput
   int axis = 0;               // kReduceSum
   double value = 0;           // kConstant
-  DType dtype = DType::kF32;  // kMatmul: the product's dtype
+  DType dtype = DType::kF32;  // kMatmul, kRowMatmul: the product's dtype
   // kAccumulate: the kStableExp (along the loop axis) whose running max the
   // summed values are measured against, or -1. Each step first multiplies
   // the accumulator by exp(m_before - m_after) per row of that op (its tile

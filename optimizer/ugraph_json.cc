@@ -267,7 +267,7 @@ BlockGraph BlockFrom(const json& j) {
   if (j.contains("tile_ops")) {
     for (const json& o : j.at("tile_ops")) {
       TileOp op;
-      op.kind = EnumFrom<TileOp::Kind>(o.at(0), 8, "tile op kind");
+      op.kind = EnumFrom<TileOp::Kind>(o.at(0), 9, "tile op kind");
       op.op = OpFrom(o.at(1));
       op.args = AsInts(o.at(2));
       op.input = AsInt(o.at(3));

@@ -150,7 +150,9 @@ void TiledGenerator::PlanFlushScratch() {
         factors += b_.loop_split * ShiftRowTile(static_cast<int>(i)).elements();
       }
     }
-    flush = std::max(flush, factors);
+    // Then the groups' sums where a combine's lanes take a vector in groups
+    // (EmitCombineAcrossWarps): a vector a thread at most.
+    flush = std::max(flush, factors + (b_.loop_split > 16 ? 4 * b_.threads : 0));
   }
   if (flush > 0) {
     direct_scratch_ = scratch_;

@@ -4,6 +4,7 @@
 // tiled_direct.cc and tiled_dot.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc (attention's
 // scores, softmax and P@V in registers; Hopper's products and their pipeline),
 // tiled_fragment_epilogue.cc (outputs computed from tensor-core fragments),
+// tiled_row_matmul.cc (products of each row with a matrix of its own),
 // tiled_register_sum.cc (sums kept in registers), tiled_stable_exp.cc (the online
 // softmax), tiled_fold.cc (row folds), tiled_split.cc (split loops' hand-over),
 // tiled_store.cc (the outputs' stores) and tiled_packed_a.cc (A's fragments packed
@@ -687,6 +688,7 @@ class TiledGenerator {
   int64_t CombineGroup(int i, int64_t offset, int64_t floats, int* width) const;
   void EmitCombineLoop(int i, int64_t offset, int64_t floats, bool ahead);
   void EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group, const std::string& ahead);
+  void EmitCombineAcrossWarps(int i, int64_t offset, int64_t floats, int width, int64_t group);  // loaded ahead
   // A split loop's running maxes: out to the workspace after the accumulators,
   // or (combine) the max over the blocks into shift<i>, each block's factor to
   // it (SplitFactors) and the row sums (SplitRowSum), then a barrier.
@@ -766,6 +768,12 @@ class TiledGenerator {
   int64_t registers_ = 40;
   void PlanMatmul(int i);
   std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
+  std::vector<RowProductPlan> row_products_;  // by tile op (kRowMatmul ops only)
+  void PlanRowMatmul(int i);  // after the split share's plan: its scratch
+  void EmitRowMatmul(int i);
+  void EmitRowProductsAhead(const std::string& split);  // RowProductPlan::ahead, before the meeting
+  // Into array `raw`: the thread's vectors of row product i's matrix at `row` (tile), all issued at once.
+  void EmitRowMatrixLoads(int i, const std::string& row, const std::string& raw);
   std::vector<int64_t> offsets_;     // of each tile's buffer in floats, or -1
   int64_t buffers_ = 0;              // floats of tile buffers
   int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers

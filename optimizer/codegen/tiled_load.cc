@@ -9,6 +9,27 @@
 
 namespace kiln::codegen::tiled_internal {
 
+bool KeepsRuns(const ugraph::View& view) {
+  // The view only permutes, slices, adds or drops size-1 axes (an
+  // unsqueeze), and expands by putting axes in front or broadcasting size-1
+  // ones (a product's broadcast batch dims, grouped KV heads; ContiguousDim
+  // says no axis when its own is broadcast). Other reshapes can break runs.
+  Shape in = view.source_shape;
+  for (const ugraph::ViewStep& s : view.steps) {
+    bool broadcasts = s.kind == ugraph::ViewStep::Kind::kExpand && s.shape.rank() >= in.rank();
+    for (int d = 0; broadcasts && d < in.rank(); ++d) {
+      broadcasts = in[d] == Dim(1) || in[d] == s.shape[s.shape.rank() - in.rank() + d];
+    }
+    const bool unsqueezes = s.kind == ugraph::ViewStep::Kind::kReshape && ReshapesUnitAxesOnly(in, s.shape);
+    if (!(s.kind == ugraph::ViewStep::Kind::kPermute || s.kind == ugraph::ViewStep::Kind::kSlice || broadcasts ||
+          unsqueezes)) {
+      return false;
+    }
+    in = s.shape;
+  }
+  return true;
+}
+
 void TiledGenerator::PlanInput(int i, int64_t* registers) {
   const TileInfo& t = tiles_[i];
   const ugraph::View& view = b_.inputs[b_.tile_ops[i].input].view;
@@ -22,23 +43,8 @@ void TiledGenerator::PlanInput(int i, int64_t* registers) {
     if (d != fast) plan.order.push_back(d);
   }
   if (fast >= 0) plan.order.push_back(fast);
-  // 16-byte vectors along the last axis when it is surely unit-stride: the
-  // view only permutes, slices, adds or drops size-1 axes (an unsqueeze),
-  // and expands by putting axes in front or broadcasting size-1 ones (a
-  // product's broadcast batch dims, grouped KV heads; ContiguousDim says
-  // no axis when its own is broadcast). Other reshapes can break runs.
-  bool plain_view = true;
-  Shape in = view.source_shape;
-  for (const ugraph::ViewStep& s : view.steps) {
-    bool broadcasts = s.kind == ugraph::ViewStep::Kind::kExpand && s.shape.rank() >= in.rank();
-    for (int d = 0; broadcasts && d < in.rank(); ++d) {
-      broadcasts = in[d] == Dim(1) || in[d] == s.shape[s.shape.rank() - in.rank() + d];
-    }
-    const bool unsqueezes = s.kind == ugraph::ViewStep::Kind::kReshape && ReshapesUnitAxesOnly(in, s.shape);
-    plain_view = plain_view && (s.kind == ugraph::ViewStep::Kind::kPermute ||
-                                s.kind == ugraph::ViewStep::Kind::kSlice || broadcasts || unsqueezes);
-    in = s.shape;
-  }
+  // 16-byte vectors along the last axis when it is surely unit-stride.
+  const bool plain_view = KeepsRuns(view);
   const int64_t width = 16 / static_cast<int64_t>(DTypeSize(plan.dtype));
   if (plain_view && rank > 0 && contiguous == rank - 1 && plan.task_sizes[rank - 1] % width == 0) {
     plan.vector_axis = rank - 1;

@@ -82,6 +82,15 @@ absl::Status TiledGenerator::Plan() {
   }
   if (absl::Status s = PlanLayout(best, best_bytes); !s.ok()) return s;
   PlanSplitShare();
+  // A row product's matrix for a share of one row a block, loaded before
+  // the blocks meet where its vectors fit in 32 registers a thread.
+  for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
+    RowProductPlan& plan = row_products_[i];
+    if (b_.tile_ops[i].kind != TileOp::Kind::kRowMatmul || !needed_[i]) continue;
+    plan.ahead = share_.axis >= 0 && share_.per == 1 && share_.parts == 1 &&
+                 ShareAxisOf(tiles_[b_.tile_ops[i].args[0]]) == 0 && plan.vectors * plan.groups <= b_.threads &&
+                 plan.per_thread * (plan.width > 1 ? 4 : 1) <= 32;
+  }
   return absl::OkStatus();
 }
 
@@ -174,9 +183,23 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
   // Registers for staged loads: the loop's stay live across a step's work;
   // the ones before and after it are free again once their tiles are in.
   int64_t loop_registers = 48, before_registers = 64, after_registers = 64;
+  // Matrices only row products read are read where they are used.
   inputs_.assign(n, InputPlan{});
+  std::vector<bool> row_matrices(n, false), read_otherwise(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const TileOp& op = b_.tile_ops[i];
+    for (size_t k = 0; k < op.args.size(); ++k) {
+      (op.kind == TileOp::Kind::kRowMatmul && k == 1 ? row_matrices : read_otherwise)[op.args[k]] = true;
+    }
+  }
+  for (const ugraph::OutputSaver& o : b_.outputs) read_otherwise[o.value] = true;
   for (size_t i = 0; i < n; ++i) {
     if (b_.tile_ops[i].kind != TileOp::Kind::kInput) continue;
+    if (row_matrices[i] && !read_otherwise[i]) {
+      inputs_[i].at_use = true;
+      inputs_[i].tile = false;
+      continue;
+    }
     PlanInput(static_cast<int>(i), tiles_[i].in_loop           ? &loop_registers
                                    : phase_[i] == Phase::kAfter ? &after_registers
                                                                 : &before_registers);
@@ -271,10 +294,12 @@ absl::Status TiledGenerator::PlanLayout(int64_t max_stages, int64_t ring_bytes) 
     return absl::UnimplementedError(absl::StrCat("codegen: the tiles need ", 4 * buffers_,
                                                  " bytes of shared memory; a block has ", limit));
   }
+  row_products_.assign(n, RowProductPlan{});
   for (size_t i = 0; i < n; ++i) {
     if (b_.tile_ops[i].kind == TileOp::Kind::kMatmul && !matmuls_[i].mma && !matmuls_[i].direct) {
       PlanMatmul(static_cast<int>(i));
     }
+    if (b_.tile_ops[i].kind == TileOp::Kind::kRowMatmul && needed_[i]) PlanRowMatmul(static_cast<int>(i));
   }
   // The ring's stages after the scratch, each input's 128-byte aligned:
   // a ring 16 bytes off that cost rmsnorm_linear_bs1 5 us on an H100

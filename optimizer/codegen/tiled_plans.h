@@ -41,6 +41,9 @@ struct InputPlan {
   // Widened into its f32 tile; false where every reader takes its values
   // from the ring (direct matmuls, sums of it computed in registers).
   bool tile = true;
+  // Read from the tensor by the op that uses it, where it uses it (a row
+  // product's matrices, RowProductPlan): not loaded, no tile.
+  bool at_use = false;
   // The slots of one row of its tasks: the count along the axis the
   // tasks walk fastest (its vectors' axis, where it has vectors).
   int64_t row_vectors() const { return order.empty() ? 0 : task_sizes[order.back()]; }
@@ -201,6 +204,21 @@ struct QFromBits {
 struct FragmentEpilogue {
   std::vector<int> products;
   std::vector<bool> ops;
+};
+
+// A row product (TileOp::kRowMatmul, tiled_row_matmul.cc): row r of A
+// [r, k], a tile, times matrix r of an input [r, k, n] read from its tensor
+// where it is used. A row at a time: each thread takes `width` adjacent
+// columns (16 bytes where they are the tensor's contiguous axis), one of
+// `vectors` across the row, at every `groups`-th k from its group's,
+// `per_thread` of them. The groups' sums of a column meet by shuffles
+// where a warp holds whole groups (`shuffles`), then through `scratch`
+// (floats into the scratch), added in a fixed order. `ahead`: a split
+// share of one row a block, whose vectors each thread loads into registers
+// before the blocks meet (split_gather), not after the combine.
+struct RowProductPlan {
+  int64_t width = 1, vectors = 0, groups = 1, per_thread = 0, scratch = -1;
+  bool shuffles = false, ahead = false;
 };
 
 // A split loop's combine shared out (tiled_split.cc). In a cooperative

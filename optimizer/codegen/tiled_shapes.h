@@ -52,6 +52,11 @@ inline std::string RowMajor(const std::vector<int64_t>& sizes, const std::vector
   return out.empty() ? "0" : out;
 }
 
+// Whether a view keeps its source's runs of adjacent elements adjacent
+// (tiled_load.cc), so that 16-byte vectors along its contiguous axis
+// (ContiguousDim) hold what they would in the tensor.
+bool KeepsRuns(const ugraph::View& view);
+
 // Blocks of `threads` threads an SM holds at once, given the shared memory
 // and registers (per thread) each needs: what a kernel's launch bounds ask.
 inline int64_t BlocksPerSm(int64_t threads, int64_t shared_bytes, int64_t registers) {

@@ -87,7 +87,7 @@ void TiledGenerator::PlanSplitShare() {
     if (phase_[i] != Phase::kAfter || !needed_[i]) continue;
     const TileOp::Kind kind = b_.tile_ops[i].kind;
     if (kind != TileOp::Kind::kUnary && kind != TileOp::Kind::kBinary && kind != TileOp::Kind::kConstant &&
-        kind != TileOp::Kind::kInput) {
+        kind != TileOp::Kind::kInput && kind != TileOp::Kind::kRowMatmul) {
       return;
     }
   }
@@ -115,6 +115,14 @@ void TiledGenerator::PlanSplitShare() {
     }
     if (ok && size > std::max<int64_t>(1, share_.size)) share_ = SplitShare{g, size, 0, 1};
   }
+  // A row product's rows must be the share's (each block multiplies the
+  // rows it combined), and whole (rows_whole: no runs of a row).
+  bool rows_whole = false;
+  for (size_t i = 0; share_.axis >= 0 && i < b_.tile_ops.size(); ++i) {
+    if (b_.tile_ops[i].kind != TileOp::Kind::kRowMatmul || !needed_[i]) continue;
+    rows_whole = true;
+    if (ShareAxisOf(tiles_[b_.tile_ops[i].args[0]]) != 0) share_ = SplitShare{};
+  }
   if (share_.axis < 0) return;
   share_.per = (share_.size + b_.loop_split - 1) / b_.loop_split;
   for (const auto& [i, offset] : SplitAccumulators()) {
@@ -129,7 +137,9 @@ void TiledGenerator::PlanSplitShare() {
   for (const auto& [acc, rows] : follows) {
     if (ShareAxisOf(rows) >= 0 && ShareAxisOf(acc) < 0) share_ = SplitShare{};
   }
-  if (share_.axis < 0 || share_.per != 1 || 2 * share_.size > b_.loop_split || b_.loop_split <= 16) return;
+  if (share_.axis < 0 || share_.per != 1 || 2 * share_.size > b_.loop_split || b_.loop_split <= 16 || rows_whole) {
+    return;
+  }
   // Fewer rows than half the blocks, and many blocks (over 16: a row's
   // partials are many): a row's elements in `parts` runs, a block each
   // (every block of a row takes the row's maxes and sums). Each tile with
@@ -141,7 +151,7 @@ void TiledGenerator::PlanSplitShare() {
   std::vector<int> ranged;  // the tiles read or written a share at a time
   for (const auto& [i, offset] : SplitAccumulators()) ranged.push_back(i);
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
-    if (phase_[i] == Phase::kAfter) ranged.push_back(static_cast<int>(i));
+    if (phase_[i] == Phase::kAfter && !inputs_[i].at_use) ranged.push_back(static_cast<int>(i));
   }
   for (const ugraph::OutputSaver& o : b_.outputs) ranged.push_back(o.value);
   const auto even = [&](int64_t parts) {
@@ -287,6 +297,7 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     e_.Close();
   }
   if (!direct) EmitSplitShifts(split, floats, /*combine=*/false);
+  EmitRowProductsAhead(split);
   // The barrier orders every thread's partials before thread 0's count,
   // whose release makes them visible to the block that counts last (its
   // acquire, then the barrier, order them before its reads). A point's
@@ -343,6 +354,68 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
            " * point] = 0u;");
 }
 
+void TiledGenerator::EmitCombineAcrossWarps(int i, int64_t offset, int64_t floats, int width, int64_t group) {
+  // Group g's threads (threads / group of them, a run of warps) each take a
+  // vector of the share and every group-th block from g, loaded ahead
+  // (EmitCombineLoop); their sums meet in the scratch, added in the last
+  // block's tree order (EmitCombineVectors, one thread): the same sums, to
+  // the bit. Lanes of one vector in one warp, added by shuffles, each load
+  // read four blocks' partials where this reads one's: on an H200, MLA's
+  // attention with W_uv in it, whole rows a block (64 KiB of partials
+  // each), ran 8.31 us that way, 7.83 this way hand-edited and 7.67 as
+  // generated.
+  const char* lanes[] = {".x", ".y", ".z", ".w"};
+  const int64_t span = b_.threads / group, per_lane = (b_.loop_split + group - 1) / group;
+  const auto [lo, hi] = ShareRange(tiles_[i]);
+  const std::string type = width == 4 ? "float4" : "float";
+  const std::string sums = SplitFactors(static_cast<int>(b_.tile_ops.size()));  // after every factor
+  e_.Open("");
+  e_.Linef("const int g = threadIdx.x / ", span, ", l = ", lo == "0" ? "" : lo + " + ", "threadIdx.x % ", span,
+           width == 1 ? "" : absl::StrCat(" * ", width), ";  // the thread's blocks: g, g + ", group, ", ...");
+  e_.Linef(type, " sum = ", width == 4 ? "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" : "0.0f", ";");
+  e_.Open(absl::StrCat("if (l < ", hi, ")"));
+  const std::vector<int64_t> sizes = Sizes(tiles_[i]);
+  const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
+  const std::string factor = b_.tile_ops[i].rescale >= 0 ? absl::StrCat(" * f", i) : "";
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int k = 0; k < ", per_lane, "; ++k)"));
+  e_.Linef("const int q = g + k * ", group, ";");
+  if (b_.loop_split % group != 0) e_.Linef("if (q >= ", b_.loop_split, ") break;");
+  if (!factor.empty()) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
+  if (width == 4) {
+    for (const char* lane : lanes) e_.Linef("sum", lane, " += ahead", i, "[k]", lane, factor, ";");
+  } else {
+    e_.Linef("sum += ahead", i, "[k]", factor, ";");
+  }
+  e_.Close();
+  e_.Close();
+  e_.Linef("reinterpret_cast<", type, "*>(", sums, ")[threadIdx.x] = sum;");
+  Sync();
+  e_.Open(absl::StrCat("if (g == 0 && l < ", hi, ")"));
+  e_.Linef(type, " s[", group, "];");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int h = 0; h < ", group, "; ++h) s[h] = reinterpret_cast<const ", type, "*>(", sums,
+           ")[threadIdx.x + h * ", span, "];");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int w = 1; w < ", group, "; w *= 2)"));
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int h = 0; h < ", group, "; h += 2 * w)"));
+  if (width == 4) {
+    for (const char* lane : lanes) e_.Linef("s[h]", lane, " += s[h + w]", lane, ";");
+  } else {
+    e_.Line("s[h] += s[h + w];");
+  }
+  e_.Close();
+  e_.Close();
+  if (width == 4) {
+    for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = s[0]", lanes[k], ";");
+  } else {
+    e_.Linef(Buffer(i), "[l] = s[0];");
+  }
+  e_.Close();
+  e_.Close();
+}
+
 int64_t TiledGenerator::CombineGroup(int i, int64_t offset, int64_t floats, int* width) const {
   *width = offset % 4 == 0 && floats % 4 == 0 && FourShareARow(i) && ShareAligned(tiles_[i], 4) ? 4 : 1;
   if (share_.axis < 0 || b_.loop_split <= 16) return 1;
@@ -357,32 +430,44 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   // loop unrolled) and, where four consecutive elements share one row's
   // factor, 16 bytes wide: the combine is a few L2 round trips, not one per
   // element and block. Where the blocks are many (over 16) and a share has
-  // few vectors, `group` consecutive lanes take each vector, a lane every
-  // group-th block, and add their sums by shuffles (MLA's quarter rows: 16
-  // vectors, 256 threads, 64 blocks: 4 loads a lane where a lane alone
-  // would take 64). The last block alone (no p.together) takes the same
-  // sums in one thread, in the same order: the output does not depend on
-  // the launch. Where lanes are grouped, each has one vector at most and
+  // few vectors, `group` threads take each vector, each every group-th
+  // block, and add their sums (MLA's quarter rows: 16 vectors, 256 threads,
+  // 64 blocks: 4 loads a thread where one alone would take 64): consecutive
+  // lanes by shuffles, or, with their loads ahead, a group a run of warps,
+  // through the scratch (CombineAcrossWarps). The last block alone (no
+  // p.together) takes the same sums in one thread, in the same order: the
+  // output does not depend on the launch. Where lanes are grouped, each has one vector at most and
   // its loads fit in registers, they are issued before the maxes' pass
   // (`ahead`), their round trip under its own. On an H100, MLA's middle
   // kernel (hand-edited) combined in 2.6 us a row a block and in 1.2 a
   // quarter row; its three kernels as generated ran 11.2 us without the
   // loads ahead, 11.0 with them, and 11.2 with them after the maxes' pass.
+  // Whether accumulator j's lanes are grouped with their loads ahead (and,
+  // together, their sums meet in the scratch: CombineAcrossWarps).
+  const auto loads_ahead = [&](int j, int64_t at, int* width) {
+    const int64_t group = CombineGroup(j, at, floats, width);
+    const int64_t per_lane = (b_.loop_split + group - 1) / group;
+    const int64_t vectors = (ShareElements(tiles_[j]) + *width - 1) / *width;
+    return group > 1 && per_lane <= 16 && group * vectors <= b_.threads;
+  };
   int width = 1;
+  const bool early = loads_ahead(i, offset, &width);
   const int64_t group = CombineGroup(i, offset, floats, &width);
   const int64_t per_lane = (b_.loop_split + group - 1) / group;
-  const int64_t vectors = (ShareElements(tiles_[i]) + width - 1) / width;
-  const bool early = group > 1 && per_lane <= 16 && group * vectors <= b_.threads;
   if (ahead) {
     if (!early) return;
     const auto [lo, hi] = ShareRange(tiles_[i]);
+    // A group's lanes a warp's run of vectors (its loads whole lines of one
+    // block's partials), the groups in turn (CombineAcrossWarps).
+    const int64_t span = b_.threads / group;
     e_.Linef("// x", i, "'s partials, loaded under the maxes' pass: a vector a lane at most");
     e_.Linef(width == 4 ? "float4" : "float", " ahead", i, "[", per_lane, "];");
-    e_.Linef("const int la", i, " = ", GroupFirst(lo, group, width), ";");
+    e_.Linef("const int la", i, " = ", lo == "0" ? "" : lo + " + ", "threadIdx.x % ", span,
+             width == 1 ? "" : absl::StrCat(" * ", width), ";");
     e_.Open(absl::StrCat("if (p.together && la", i, " < ", hi, ")"));
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int k = 0; k < ", per_lane, "; ++k)"));
-    e_.Linef("const int q = threadIdx.x % ", group, " + k * ", group, ";");
+    e_.Linef("const int q = threadIdx.x / ", span, " + k * ", group, ";");
     const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + la", i);
     e_.Linef(b_.loop_split % group == 0 ? "" : absl::StrCat("if (q < ", b_.loop_split, ") "), "ahead", i,
              "[k] = ", PartialLoad(at, width), ";");
@@ -394,7 +479,19 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
     EmitCombineVectors(i, offset, floats, width, 1, "");
   } else {
     e_.Open("if (p.together)");
-    EmitCombineVectors(i, offset, floats, width, group, early ? absl::StrCat("ahead", i) : "");
+    if (early) {
+      // The scratch is free once an earlier accumulator's tree has read it.
+      bool after_another = false;
+      for (const auto& [j, at] : SplitAccumulators()) {
+        if (j == i) break;
+        int w = 1;
+        after_another = after_another || (!SplitRowSum(j) && loads_ahead(j, at, &w));
+      }
+      if (after_another) Sync();
+      EmitCombineAcrossWarps(i, offset, floats, width, group);
+    } else {
+      EmitCombineVectors(i, offset, floats, width, group, "");
+    }
     e_.Close();
     e_.Open("else");
     EmitCombineVectors(i, offset, floats, width, -group, "");

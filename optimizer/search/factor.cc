@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "optimizer/search/verify.h"
+#include "optimizer/tile_analysis.h"
+#include "optimizer/ugraph_validate.h"
 
 namespace kiln::search {
 namespace {
@@ -299,21 +301,24 @@ absl::StatusOr<bool> VerifyFactoring(const Region& region, const FactoredRegion&
   return true;
 }
 
-absl::StatusOr<ugraph::KernelGraph> ComposeParts(const Region& region, const FactoredRegion& factored,
-                                                 const std::vector<ugraph::KernelGraph>& graphs) {
-  if (graphs.size() != factored.parts.size()) return absl::InternalError("compose: a graph per part");
+namespace {
+
+// ComposeParts over the parts' sources (RegionPart::sources, a list a part).
+absl::StatusOr<ugraph::KernelGraph> ComposeGraphs(const Region& region, const std::vector<std::vector<int>>& sources,
+                                                  const std::vector<ugraph::KernelGraph>& graphs) {
+  if (graphs.size() != sources.size()) return absl::InternalError("compose: a graph per part");
   ugraph::KernelGraph out;
   const int n = static_cast<int>(region.inputs.size());
   out.tensors.resize(n + 1);
   std::vector<int> part_output(graphs.size(), -1);
   for (size_t p = 0; p < graphs.size(); ++p) {
-    const RegionPart& part = factored.parts[p];
+    const std::vector<int>& part_sources = sources[p];
     const ugraph::KernelGraph& g = graphs[p];
-    const int inputs = static_cast<int>(part.sources.size());
+    const int inputs = static_cast<int>(part_sources.size());
     if (static_cast<int>(g.tensors.size()) != inputs + 1) return absl::InternalError("compose: a part's tensors");
     std::vector<int> rename(inputs + 1);
     for (int j = 0; j < inputs; ++j) {
-      const int s = part.sources[j];
+      const int s = part_sources[j];
       rename[j] = s >= 0 ? s : part_output[-1 - s];
       if (s >= 0) {
         out.tensors[s] = g.tensors[j];
@@ -349,6 +354,115 @@ absl::StatusOr<ugraph::KernelGraph> ComposeParts(const Region& region, const Fac
     }
   }
   return out;
+}
+
+// The dtype a part's one product rounds its operands to (a tiled kernel's
+// matmul op, or a matmul kernel's), or none.
+std::optional<DType> ProductDtype(const ugraph::BlockGraph& b) {
+  if (b.kind == ugraph::BlockKind::kMatmul) return b.tiles.dtype;
+  if (b.kind != ugraph::BlockKind::kTiled) return std::nullopt;
+  std::optional<DType> dtype;
+  for (const ugraph::TileOp& op : b.tile_ops) {
+    if (op.kind != ugraph::TileOp::Kind::kMatmul) continue;
+    if (dtype) return std::nullopt;
+    dtype = op.dtype;
+  }
+  return dtype;
+}
+
+}  // namespace
+
+absl::StatusOr<ugraph::KernelGraph> ComposeParts(const Region& region, const FactoredRegion& factored,
+                                                 const std::vector<ugraph::KernelGraph>& graphs) {
+  std::vector<std::vector<int>> sources;
+  for (const RegionPart& part : factored.parts) sources.push_back(part.sources);
+  return ComposeGraphs(region, sources, graphs);
+}
+
+std::optional<ugraph::KernelGraph> FuseRowProduct(const Region& region, const FactoredRegion& factored,
+                                                  const std::vector<ugraph::KernelGraph>& graphs) {
+  using ugraph::TileAxis;
+  using ugraph::TileOp;
+  if (factored.parts.size() != 3 || graphs.size() != 3) return std::nullopt;
+  const RegionPart& mid = factored.parts[1];
+  const RegionPart& last = factored.parts[2];
+  const ugraph::KernelGraph& g1 = graphs[1];
+  const ugraph::KernelGraph& g2 = graphs[2];
+  if (g1.kernels.size() != 1 || g2.kernels.size() != 1) return std::nullopt;
+  const ugraph::BlockGraph& b1 = g1.kernels[0].block;
+  const int mid_inputs = static_cast<int>(mid.sources.size());
+  if (b1.kind != ugraph::BlockKind::kTiled || b1.outputs.size() != 1 || b1.outputs[0].tensor != mid_inputs) {
+    return std::nullopt;
+  }
+  const absl::StatusOr<std::vector<ugraph::TileInfo>> tiles = ugraph::AnalyzeTiles(b1);
+  if (!tiles.ok()) return std::nullopt;
+  const int pc = b1.outputs[0].value;
+  const ugraph::TileInfo& rows = (*tiles)[pc];
+  if (rows.axes.size() != 2 || rows.axes[1].source != TileAxis::Source::kFull) return std::nullopt;
+  // The last part reads p c (another part's output) and w, a region input.
+  int w = -1;
+  for (size_t j = 0; j < last.sources.size(); ++j) {
+    if (last.sources[j] < 0) continue;
+    if (w >= 0) return std::nullopt;
+    w = static_cast<int>(j);
+  }
+  if (w < 0) return std::nullopt;
+  const ugraph::BlockGraph& b2 = g2.kernels[0].block;
+  const std::optional<DType> dtype = ProductDtype(b2);
+  const DType stored = g1.tensors[mid_inputs].dtype;
+  if (!dtype || (stored != *dtype && stored != DType::kF32)) return std::nullopt;
+  const ugraph::InputIterator* w_it = nullptr;
+  for (const ugraph::InputIterator& it : b2.inputs) {
+    if (it.view.tensor == w) w_it = &it;
+  }
+  if (w_it == nullptr) return std::nullopt;
+  const Shape& ws = w_it->view.shape;
+  const Shape& out_shape = g2.tensors[last.sources.size()].shape;
+  if (ws.rank() != 3 || !(ws[0] == rows.axes[0].extent) || !(ws[1] == Dim(rows.axes[1].size)) ||
+      !ws[2].is_concrete() || out_shape.rank() != 3 || !(out_shape[0] == ws[0]) || !(out_shape[1] == Dim(1)) ||
+      !(out_shape[2] == ws[2])) {
+    return std::nullopt;
+  }
+  // The fused part's graph: the middle part's inputs, w, the region's output.
+  ugraph::KernelGraph fused;
+  fused.tensors.assign(g1.tensors.begin(), g1.tensors.begin() + mid_inputs);
+  ugraph::DTensor w_tensor = g2.tensors[w];
+  w_tensor.id = mid_inputs;
+  fused.tensors.push_back(w_tensor);
+  ugraph::DTensor output = g2.tensors[last.sources.size()];
+  output.id = mid_inputs + 1;
+  fused.tensors.push_back(output);
+  ugraph::Kernel kernel = g1.kernels[0];
+  kernel.inputs.push_back(mid_inputs);
+  kernel.outputs = {mid_inputs + 1};
+  ugraph::BlockGraph& b = kernel.block;
+  ugraph::InputIterator it;
+  it.view = w_it->view;
+  it.view.tensor = mid_inputs;
+  const bool on_grid = rows.axes[0].source == TileAxis::Source::kGrid;
+  if (on_grid) it.imap[rows.axes[0].grid_axis] = 0;
+  b.inputs.push_back(std::move(it));
+  TileOp load;
+  load.kind = TileOp::Kind::kInput;
+  load.input = static_cast<int>(b.inputs.size()) - 1;
+  b.tile_ops.push_back(load);
+  TileOp product;
+  product.kind = TileOp::Kind::kRowMatmul;
+  product.args = {pc, static_cast<int>(b.tile_ops.size()) - 1};
+  product.dtype = *dtype;
+  b.tile_ops.push_back(product);
+  ugraph::OutputSaver saver;
+  saver.tensor = mid_inputs + 1;
+  saver.value = static_cast<int>(b.tile_ops.size()) - 1;
+  if (on_grid) saver.omap[rows.axes[0].grid_axis] = 0;
+  b.outputs = {saver};
+  fused.kernels.push_back(std::move(kernel));
+  std::vector<int> fused_sources = mid.sources;
+  fused_sources.push_back(last.sources[w]);
+  absl::StatusOr<ugraph::KernelGraph> composed =
+      ComposeGraphs(region, {factored.parts[0].sources, fused_sources}, {graphs[0], fused});
+  if (!composed.ok() || !ugraph::Validate(*composed).ok()) return std::nullopt;
+  return *std::move(composed);
 }
 
 }  // namespace kiln::search

@@ -58,6 +58,19 @@ absl::StatusOr<bool> VerifyFactoring(const Region& region, const FactoredRegion&
 absl::StatusOr<ugraph::KernelGraph> ComposeParts(const Region& region, const FactoredRegion& factored,
                                                  const std::vector<ugraph::KernelGraph>& graphs);
 
+// The parts' graphs composed as ComposeParts does, but the last product,
+// (p c) w, run by the middle part's kernel: after its loop (and, in a
+// split loop, its combine) each row of p c, a head's, is multiplied by
+// that head's w (TileOp::kRowMatmul) and the region's output stored, so p c
+// never leaves the kernel and the last kernel's launch and hand-over are
+// gone. Where the middle part's graph is one tiled kernel whose output tile
+// holds whole rows (the heads on a grid axis or whole, each row's latent
+// whole) and rounding p c to the product's dtype is what storing it did;
+// none otherwise. Each part is checked as before; the fused kernel computes
+// what the middle and last kernels did, in the same order of operations.
+std::optional<ugraph::KernelGraph> FuseRowProduct(const Region& region, const FactoredRegion& factored,
+                                                  const std::vector<ugraph::KernelGraph>& graphs);
+
 }  // namespace kiln::search
 
 #endif  // KILN_OPTIMIZER_SEARCH_FACTOR_H_

@@ -1,5 +1,7 @@
 #include "optimizer/search/interpret.h"
 
+#include <algorithm>
+
 namespace kiln::search::interpret_internal {
 
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
@@ -58,8 +60,39 @@ absl::StatusOr<int64_t> ViewOffset(const ugraph::View& view, const std::vector<i
         c = std::move(in);
         break;
       }
+      case ugraph::ViewStep::Kind::kReshape: {
+        // Row-major order kept: the coordinates' linear index, unravelled
+        // over the shape before. Strided where the reshape is the view's
+        // first step (of the tensor itself) or only adds or drops size-1
+        // axes (a part's output read by the next part of a factored region).
+        const Shape& in_shape = i > 0 ? view.steps[i - 1].shape : view.source_shape;
+        std::vector<int64_t> in_sizes, out_sizes;
+        for (const Shape* shape : {&in_shape, &step->shape}) {
+          for (const Dim& d : *shape) {
+            if (!d.is_concrete()) return absl::UnimplementedError("interpreter: a reshape of symbolic sizes");
+            (shape == &in_shape ? in_sizes : out_sizes).push_back(d.value());
+          }
+        }
+        const auto non_unit = [](std::vector<int64_t> sizes) {
+          sizes.erase(std::remove(sizes.begin(), sizes.end(), int64_t{1}), sizes.end());
+          return sizes;
+        };
+        if (i > 0 && non_unit(in_sizes) != non_unit(out_sizes)) {
+          return absl::UnimplementedError("interpreter: a reshape after other view steps that regroups axes");
+        }
+        const std::vector<int64_t> out_strides = RowMajorStrides(out_sizes);
+        int64_t linear = 0;
+        for (size_t d = 0; d < c.size(); ++d) linear += c[d] * out_strides[d];
+        std::vector<int64_t> in(in_sizes.size());
+        for (size_t d = in.size(); d-- > 0;) {
+          in[d] = linear % in_sizes[d];
+          linear /= in_sizes[d];
+        }
+        c = std::move(in);
+        break;
+      }
       default:
-        return absl::UnimplementedError("interpreter: only permuting and expanding views");
+        return absl::UnimplementedError("interpreter: only permuting, expanding and reshaping views");
     }
   }
   const auto strides = RowMajorStrides(tensor_shape);

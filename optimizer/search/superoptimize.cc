@@ -28,7 +28,7 @@ namespace kiln::search {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr char kCacheFormat[] = "kiln-search-2";  // 2: factored regions (factor.h) are searched too
+constexpr char kCacheFormat[] = "kiln-search-3";  // 2: factored regions (factor.h) are searched too; 3: and their last product fused (FuseRowProduct)
 constexpr size_t kMaxCacheBytes = 16 << 20;
 
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
@@ -252,7 +252,7 @@ std::vector<Ranked> RankFactored(const FactoredRegion& factored, const std::vect
   std::vector<Ranked> out;
   std::set<std::string> schedules;
   for (const Ranked& choice : parts[widest]) {
-    if (out.size() == kTried) break;
+    if (schedules.size() == kTried) break;
     if (!schedules.insert(choice.schedule).second) continue;
     Ranked r;
     std::vector<ugraph::KernelGraph> graphs;
@@ -263,6 +263,16 @@ std::vector<Ranked> RankFactored(const FactoredRegion& factored, const std::vect
       absl::StrAppend(&r.schedule, p ? " | " : "factored: ", pick.schedule);
     }
     absl::StatusOr<ugraph::KernelGraph> g = ComposeParts(region, factored, graphs);
+    // The same parts with the last product in the middle part's kernel,
+    // where it can take it (FuseRowProduct): ranked beside them.
+    if (std::optional<ugraph::KernelGraph> fused = FuseRowProduct(region, factored, graphs)) {
+      Ranked f = r;
+      absl::StrAppend(&f.schedule, " (last product fused)");
+      f.estimate_us = EstimateMicroseconds(*fused);
+      f.blocks = ugraph::LaunchedBlocks(*fused);
+      f.graph = *std::move(fused);
+      if (f.estimate_us < kInfeasibleUs) out.push_back(std::move(f));
+    }
     if (!g.ok() || !ugraph::Validate(*g).ok()) continue;
     r.estimate_us = EstimateMicroseconds(*g);
     if (r.estimate_us >= kInfeasibleUs) continue;
@@ -366,6 +376,14 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
         unique_bytes += n;
       }
     }
+    // A row product's matrices are read where they are used, a row's by
+    // the block that computes it (no tile each block loads); each row takes
+    // two barriers, and the blocks of a split loop share the rows out.
+    std::vector<bool> row_matrix(b.tile_ops.size(), false);
+    double row_us = 0;
+    for (const ugraph::TileOp& op : b.tile_ops) {
+      if (op.kind == ugraph::TileOp::Kind::kRowMatmul) row_matrix[op.args[1]] = true;
+    }
     for (size_t i = 0; i < b.tile_ops.size(); ++i) {
       const ugraph::TileInfo& t = (*tiles)[i];
       const double reps = t.in_loop ? steps : 1;
@@ -373,7 +391,14 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
       if (t.in_loop && op.kind != ugraph::TileOp::Kind::kInput) {
         step_elements = std::max(step_elements, static_cast<double>(t.elements()));
       }
-      if (op.kind == ugraph::TileOp::Kind::kInput) {
+      if (op.kind == ugraph::TileOp::Kind::kRowMatmul) {
+        const double rows = static_cast<double>(t.axes[0].size);
+        const double per_block = std::ceil(rows / std::min(split, rows));
+        flops += 2.0 * per_block * static_cast<double>(t.axes[2].size * (*tiles)[op.args[0]].axes[1].size);
+        row_us += 2 * constants.phase_us * per_block;
+      } else if (op.kind == ugraph::TileOp::Kind::kInput && row_matrix[i]) {
+        continue;
+      } else if (op.kind == ugraph::TileOp::Kind::kInput) {
         const auto& view = b.inputs[op.input].view;
         const double bytes = static_cast<double>(t.elements()) * DTypeSize(graph.tensors[view.tensor].dtype);
         (t.in_loop ? step_bytes : other_bytes) += bytes;
@@ -460,7 +485,7 @@ double EstimateMicroseconds(const ugraph::KernelGraph& graph, const CostConstant
     const double merge_phase = source->flash_groups_share_columns ? constants.phase_us : per_phase;
     const double merge_us = source->flash_groups > 1 ? 2 * merge_phase * waves : 0;
     total += constants.launch_us + std::max({memory_us, compute_us, phases_us}) + constants.step_us * steps * waves +
-             combine_us + merge_us;
+             combine_us + merge_us + row_us;
   }
   return total;
 }
@@ -579,17 +604,25 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     for (Ranked& r : rest) ranked.push_back(std::move(r));
   }
   // The cost model has not been fitted to graphs of several kernels: the
-  // best two of them are timed first (their compiles submitted first, so
-  // that a budget that runs out in the compiles leaves them timed: MLA's
-  // single kernels take 2-4 s of NVRTC).
+  // best of each form is timed first, composed with its last product fused
+  // (FuseRowProduct), composed, and one kernel (their compiles submitted
+  // first, so that a budget that runs out in the compiles leaves them
+  // timed: MLA's single kernels take 2-4 s of NVRTC). The fused graphs,
+  // which the cost model puts first, would otherwise take every place.
   const int wanted = options.time_graph ? options.time_top : 1;
   if (options.time_graph) {
+    const auto form = [](const Ranked& r) {
+      return r.parts.size() < 2 ? 2 : r.graph.kernels.size() < r.parts.size() ? 0 : 1;
+    };
     size_t placed = 0;
-    for (size_t i = 0; i < ranked.size() && placed < std::min<size_t>(2, std::max(0, wanted)); ++i) {
-      if (ranked[i].parts.size() < 2) continue;
-      std::rotate(ranked.begin() + static_cast<std::ptrdiff_t>(placed), ranked.begin() + static_cast<std::ptrdiff_t>(i),
-                  ranked.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-      ++placed;
+    for (int f = 0; f < 3 && static_cast<int>(placed) < wanted; ++f) {
+      for (size_t i = placed; i < ranked.size(); ++i) {
+        if (form(ranked[i]) != f) continue;
+        std::rotate(ranked.begin() + static_cast<std::ptrdiff_t>(placed),
+                    ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        ++placed;
+        break;
+      }
     }
   }
   // The region each of a graph's candidates was found for.

@@ -1,6 +1,7 @@
 // The code generator's kernels for the hand-made uGraphs of tiled_graphs.h,
 // run on a GPU against a plain CPU loop (GpuTiledCodegen; skipped without
 // one), and their bandwidth at decode shapes reported.
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -13,6 +14,8 @@
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/emitter.h"
 #include "optimizer/codegen/generate.h"
+#include "optimizer/search/fused_cases.h"
+#include "optimizer/search/superoptimize.h"
 #include "optimizer/ugraph_validate.h"
 #include "tensor/convert.h"
 #include "tests/optimizer/tiled_graphs.h"
@@ -467,6 +470,58 @@ TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
       }
     }
   }
+}
+
+// MLA's attention over its latent with W_uv applied in its combine, each
+// head's row of P C times the head's matrix (TileOp::kRowMatmul, the
+// search's FuseRowProduct), as a kernel of its own: t = q W_uk^T, C and
+// W_uv in. Run by the last block's combine and, where the grid fits, by
+// every block's share (each a row, its W_uv loaded before the meeting),
+// the same to the bit; both against a CPU loop. Odd shapes: 17 columns (no
+// 16-byte vectors, no shuffles), 2 and 3 heads, 17, 127 and 4097 keys.
+TEST_F(GpuTiledCodegen, MlaAttentionWithItsRowProductMatchesACpuLoop) {
+  const int before = together_runs_;
+  for (const auto& [h, latent, d, keys] : std::vector<std::array<int64_t, 4>>{
+           {16, 256, 64, 4096}, {3, 48, 17, 127}, {2, 64, 32, 17}, {16, 256, 64, 4097}}) {
+    SCOPED_TRACE(absl::StrCat(h, "x", latent, "x", d, "x", keys));
+    const search::FusedCase c = search::MlaCase(h, latent, d, keys);
+    search::SearchOptions options;
+    options.time_graph = [](const KernelGraph& g) -> absl::StatusOr<double> {
+      return g.kernels.size() == 2 ? 1.0 : 2.0;
+    };
+    const search::SearchResult r = ValueOrFail(search::Superoptimize(c.region, options));
+    ASSERT_TRUE(r.graph.has_value() && r.graph->kernels.size() == 2u) << r.report.ToString();
+    // The region's tensors: q, W_uk, C, W_uv, the output, then t.
+    KernelGraph attention = *r.graph;
+    attention.kernels.erase(attention.kernels.begin());
+    ASSERT_EQ(attention.tensors.size(), 6u);
+    attention.tensors[5].role = TensorRole::kInput;
+    const std::vector<float> t = RandomValues(DType::kF16, h * latent, 1.0f / std::sqrt(float(latent)), 21);
+    const std::vector<float> cache = RandomValues(DType::kF16, keys * latent, 1.0f, 22);
+    const std::vector<float> wuv = RandomValues(DType::kF16, h * latent * d, 1.0f / std::sqrt(float(latent)), 23);
+    absl::StatusOr<std::vector<float>> out = Run(attention, {{5, t}, {2, cache}, {3, wuv}}, 4);
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<double> expected(h * d, 0.0);
+    for (int64_t head = 0; head < h; ++head) {
+      std::vector<double> scores(keys), o(latent, 0.0);
+      double top = -1e300, sum = 0;
+      for (int64_t k = 0; k < keys; ++k) {
+        for (int64_t l = 0; l < latent; ++l) scores[k] += double(t[head * latent + l]) * cache[k * latent + l];
+        top = std::max(top, scores[k]);
+      }
+      for (int64_t k = 0; k < keys; ++k) {
+        const double p = std::exp(scores[k] - top);
+        sum += p;
+        for (int64_t l = 0; l < latent; ++l) o[l] += p * cache[k * latent + l];
+      }
+      for (int64_t l = 0; l < latent; ++l) {
+        const double stored = testing::RoundTo(DType::kF16, static_cast<float>(o[l] / sum));  // P C as f16
+        for (int64_t j = 0; j < d; ++j) expected[head * d + j] += stored * wuv[(head * latent + l) * d + j];
+      }
+    }
+    EXPECT_TRUE(testing::AllClose(*out, Stored(DType::kF16, expected), 1e-2, 1e-2));
+  }
+  EXPECT_GE(together_runs_ - before, 2) << "the combine shared out, each block's row times its W_uv";
 }
 
 // Not a pass/fail test: how close decode-shaped kernels come to memory

@@ -141,10 +141,11 @@ TEST(TiledCodegen, ManyBlocksCountOutFromTheLastWarp) {
 }
 
 // Fewer rows than half the blocks (gated MLP: 16 rows, 64 blocks): each
-// row's 64 columns in 4 runs of 16, a block each, and 16 lanes a vector of
-// 4, each lane every 16th block's partials, loaded before the pass over
-// the maxes and added by shuffles. The last block alone adds the same sums
-// in the same order in one thread (the GPU test checks the bits).
+// row's 64 columns in 4 runs of 16, a block each, and 16 threads a vector
+// of 4 (a group's threads a run of vectors), each every 16th block's
+// partials, loaded before the pass over the maxes; the groups' sums meet in
+// the scratch, added in a tree. The last block alone adds the same sums in
+// the same order in one thread (the GPU test checks the bits).
 TEST(TiledCodegen, FewRowsAreSharedOutInRunsOfARow) {
   const KernelGraph graph = GatedMlp(DType::kF16, 16, 4096, 64, {.m = 16, .k = 64, .n = 64, .split = 64});
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
@@ -160,8 +161,8 @@ TEST(TiledCodegen, FewRowsAreSharedOutInRunsOfARow) {
   ASSERT_NE(ahead, std::string::npos) << code;
   EXPECT_LT(code.find("const int split_hi"), ahead);
   EXPECT_NE(combine, std::string::npos);
-  EXPECT_THAT(code, ::testing::HasSubstr("const int q = threadIdx.x % 16 + k * 16;"));
-  EXPECT_THAT(code, ::testing::HasSubstr("__shfl_xor_sync(lanes, sum.x, w);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("const int q = threadIdx.x / 16 + k * 16;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("s[h].x += s[h + w].x;"));
   EXPECT_THAT(code, ::testing::HasSubstr("sums[g].x += sums[g + w].x;"));
   // The stores walk the block's run of its row.
   const size_t store = code.find("store_f16", combine);
@@ -175,7 +176,7 @@ TEST(TiledCodegen, FewRowsAreSharedOutInRunsOfARow) {
   const KernelGraph norm = RmsNormLinear(DType::kF16, 17, 4097, 256, {.split = 32});
   absl::StatusOr<codegen::KernelSource> grouped = Generate(norm);
   ASSERT_TRUE(grouped.ok()) << grouped.status();
-  EXPECT_THAT(grouped->source, ::testing::HasSubstr("// the lane's blocks: g, g + "));
+  EXPECT_THAT(grouped->source, ::testing::HasSubstr("// the thread's blocks: g, g + "));
   EXPECT_THAT(grouped->source, ::testing::HasSubstr("sums[g].x += sums[g + w].x;"));
   EXPECT_THAT(grouped->source, ::testing::Not(::testing::HasSubstr("split_part")));
   ExpectCompiles(norm);

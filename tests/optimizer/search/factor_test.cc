@@ -1,9 +1,12 @@
 // A region worked out by a chain of kernels (factor.h): MLA's decode step as
 // t = q W_uk^T, attention over the latent with the heads as its rows, then
-// (P C) W_uv. The factoring, its field tests, the search's choice of the
-// composed graph, the lowering of a searched region of several kernels. All
-// on the CPU (the kernels compile with NVRTC where it loads).
+// (P C) W_uv, or that last product in the attention's kernel. The
+// factoring, its field tests, the search's choice of the composed graph,
+// the fused graph's structure and its field tests, the lowering of a
+// searched region of several kernels. All on the CPU (the kernels compile
+// with NVRTC where it loads).
 #include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "optimizer/search/fused_cases.h"
 #include "optimizer/search/schedules.h"
 #include "optimizer/search/superoptimize.h"
+#include "optimizer/search/verify.h"
 #include "optimizer/ugraph_validate.h"
 #include "tests/optimizer/search/schedule_spread.h"
 #include "tests/test_util.h"
@@ -27,6 +31,34 @@ int64_t Elements(const Shape& shape) {
   int64_t n = 1;
   for (const Dim& d : shape) n *= d.value();
   return n;
+}
+
+// The values a composed graph passes between its kernels: `count`, each
+// 16 x 256 (q W_uk^T or P C at the bench's shape; K and V never formed).
+void ExpectValuesBetween(const ugraph::KernelGraph& g, int count) {
+  KILN_EXPECT_OK(ugraph::Validate(g));
+  int between = 0;
+  for (const ugraph::DTensor& t : g.tensors) {
+    if (t.role != ugraph::TensorRole::kIntermediate) continue;
+    ++between;
+    EXPECT_EQ(Elements(t.shape), 16 * 256) << ugraph::ToText(g);
+  }
+  EXPECT_EQ(between, count);
+}
+
+// Every kernel of a composed graph generated (and compiled where NVRTC
+// loads); the attention's (kernel 1) source.
+std::string CompiledAttention(const ugraph::KernelGraph& g) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  std::string attention;
+  for (size_t k = 0; k < g.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(g, static_cast<int>(k));
+    EXPECT_TRUE(source.ok()) << source.status();
+    if (!source.ok()) continue;
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, *source);
+    if (k == 1) attention = source->source;
+  }
+  return attention;
 }
 
 bool HasRank3Op(const Region& r) {
@@ -133,26 +165,85 @@ TEST(FactorProducts, TheComposedGraphIsChosenWhereItRunsFastest) {
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("factored into kernels"));
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("part 0 alone"));
   EXPECT_EQ(r.report.measured_us, 5.0);
-  KILN_EXPECT_OK(ugraph::Validate(*r.graph));
-  int between = 0;
-  for (const ugraph::DTensor& t : r.graph->tensors) {
-    if (t.role != ugraph::TensorRole::kIntermediate) continue;
-    ++between;
-    EXPECT_EQ(Elements(t.shape), 16 * 256) << ugraph::ToText(*r.graph);
-  }
-  EXPECT_EQ(between, 2);
-  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
-  for (size_t k = 0; k < r.graph->kernels.size(); ++k) {
-    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(*r.graph, static_cast<int>(k));
-    ASSERT_TRUE(source.ok()) << source.status();
-    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, *source);
-    if (k != 1) continue;
-    // The attention between: the flash path with O's 256 columns shared
-    // out among the warps (each takes S and P whole, in registers), and a
-    // split combine of a warp per row (each block combines one head's).
-    const std::string& code = source->source;
-    EXPECT_NE(code.find("columns of O, in registers (no barrier)"), std::string::npos) << code;
-    EXPECT_NE(code.find("m = warp_reduce<true>(m);", code.find("if (split_last)")), std::string::npos) << code;
+  ExpectValuesBetween(*r.graph, 2);
+  // The attention between: the flash path with O's 256 columns shared out
+  // among the warps (each takes S and P whole, in registers), and a split
+  // combine of a warp per row (each block combines one head's).
+  const std::string code = CompiledAttention(*r.graph);
+  EXPECT_NE(code.find("columns of O, in registers (no barrier)"), std::string::npos) << code;
+  EXPECT_NE(code.find("m = warp_reduce<true>(m);", code.find("if (split_last)")), std::string::npos) << code;
+}
+
+// Where two kernels run fastest, the last product is the attention's
+// (FuseRowProduct): q W_uk^T is the only value between the kernels, and
+// the attention's kernel multiplies each head's row of P C by the head's
+// W_uv after its combine, each block's row of W_uv loaded before the blocks
+// meet. Every kernel compiles.
+TEST(FactorProducts, TheLastProductFusesIntoTheAttentionsKernel) {
+  const FusedCase c = MlaCase(16, 256, 64, 4096);
+  SearchOptions options;
+  options.time_top = 4;
+  options.time_graph = [](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    return g.kernels.size() == 2 ? 4.0 : g.kernels.size() == 3 ? 5.0 : 20.0;
+  };
+  const SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(r.graph->kernels.size(), 2u) << r.report.ToString();
+  EXPECT_EQ(r.parts.size(), 3u);
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("(last product fused)"));
+  ExpectValuesBetween(*r.graph, 1);  // q W_uk^T
+  const ugraph::Kernel& attention = r.graph->kernels[1];
+  ASSERT_FALSE(attention.block.tile_ops.empty());
+  EXPECT_EQ(attention.block.tile_ops.back().kind, ugraph::TileOp::Kind::kRowMatmul);
+  EXPECT_EQ(attention.outputs, std::vector<int>{4});  // the region's output
+  EXPECT_NE(std::find(attention.inputs.begin(), attention.inputs.end(), 3), attention.inputs.end());  // W_uv
+  const std::string code = CompiledAttention(*r.graph);
+  const size_t ahead = code.find("its loads under the blocks' meeting"), meet = code.find("split_gather(");
+  EXPECT_NE(ahead, std::string::npos) << code;
+  EXPECT_LT(ahead, meet) << code;
+  EXPECT_NE(code.find("row_matmul f16", meet), std::string::npos) << code;
+}
+
+// The fused graph computes the region: over finite fields, every kernel
+// interpreted as the generated code runs it (the split's combine, then each
+// row times its matrix); reading W_uk for W_uv (the same shape) does not.
+TEST(FactorProducts, AFusedGraphComputesTheRegionOverFiniteFields) {
+  for (const FusedCase& c : {MlaCase(4, 24, 8, 40), MlaCase(3, 48, 17, 127)}) {
+    SCOPED_TRACE(c.name);
+    SearchOptions options;
+    options.time_graph = [](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+      return g.kernels.size() == 2 ? 1.0 : 2.0;
+    };
+    const SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+    ASSERT_TRUE(r.graph.has_value() && r.graph->kernels.size() == 2u) << r.report.ToString();
+    std::vector<int64_t> sizes;
+    for (const Dim& d : c.region.class_size) sizes.push_back(d.value());
+    const int output = static_cast<int>(c.region.inputs.size());
+    const auto computes = [&](const ugraph::KernelGraph& graph, uint64_t seed) {
+      std::mt19937_64 rng(seed);
+      for (int t = 0; t < 3; ++t) {
+        const absl::StatusOr<bool> same = FieldTest(
+            c.region, sizes, rng,
+            [&](const std::vector<FieldArray>& inputs, const FieldAlgebra& alg) -> absl::StatusOr<FieldArray> {
+              std::vector<FieldArray> tensors(graph.tensors.size());
+              for (size_t i = 0; i < inputs.size(); ++i) tensors[i] = inputs[i];
+              if (absl::Status s = RunTiledGraph(graph, tensors, alg); !s.ok()) return s;
+              return tensors[output];
+            });
+        if (!same.ok()) ADD_FAILURE() << same.status();
+        if (!same.ok() || !*same) return false;
+      }
+      return true;
+    };
+    EXPECT_TRUE(computes(*r.graph, 11)) << ugraph::ToText(*r.graph);
+
+    ugraph::KernelGraph wrong = *r.graph;
+    ugraph::Kernel& attention = wrong.kernels[1];
+    ugraph::InputIterator& w = attention.block.inputs.back();
+    ASSERT_EQ(w.view.tensor, 3);
+    w.view.tensor = 1;  // W_uk
+    std::replace(attention.inputs.begin(), attention.inputs.end(), 3, 1);
+    EXPECT_FALSE(computes(wrong, 12));
   }
 }
 

@@ -466,18 +466,19 @@ TEST(GpuAttention, MlaMatchesTheCpu) {
   EXPECT_GE(runs.packed_a, 3) << "the scores reading t = q W_uk^T's fragments packed before the loop";
 }
 
-// MLA's factored form as the cost model chooses it (q W_uk^T, the
-// attention over the latent, W_uv: three kernels) at odd shapes and the
-// bench's, f16: the attention takes q W_uk^T from its loaded bits straight
-// to the scores' packed fragments (FlashQFromBits, one slab of rows shared
-// by the warps), against the unfused CPU reference.
+// MLA's factored form as the cost model chooses it (q W_uk^T, then the
+// attention over the latent with W_uv applied in its combine: two kernels,
+// FuseRowProduct) at odd shapes and the bench's, f16: the attention takes
+// q W_uk^T from its loaded bits straight to the scores' packed fragments
+// (FlashQFromBits, one slab of rows shared by the warps), against the
+// unfused CPU reference.
 TEST(GpuAttention, MlaFactoredMatchesTheCpu) {
   std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
   if (!executor) GTEST_SKIP() << InitCuda().message();
   // heads, latent, head dim, keys.
   const std::vector<std::array<int64_t, 4>> shapes = {
-      {3, 48, 16, 127}, {16, 256, 64, 4097}, {1, 64, 32, 17}, {16, 256, 64, 4096}};
-  int from_bits = 0;
+      {3, 48, 16, 127}, {16, 256, 64, 4097}, {1, 64, 32, 17}, {16, 256, 64, 4096}, {3, 48, 17, 127}};
+  int from_bits = 0, fused = 0;
   for (const auto& [h, latent, d, keys] : shapes) {
     SCOPED_TRACE(::testing::Message() << h << "x" << latent << "x" << d << "x" << keys);
     const FusedCase c = MlaCase(h, latent, d, keys, DType::kF16);
@@ -485,6 +486,8 @@ TEST(GpuAttention, MlaFactoredMatchesTheCpu) {
     options.budget_seconds = 20;
     const SearchResult r = ValueOrFail(Superoptimize(c.region, options));
     ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+    fused += r.graph->kernels.size() == 2 &&
+             r.graph->kernels[1].block.tile_ops.back().kind == ugraph::TileOp::Kind::kRowMatmul;
     for (size_t k = 0; k < r.graph->kernels.size(); ++k) {
       const codegen::KernelSource source = ValueOrFail(codegen::GenerateKernel(*r.graph, static_cast<int>(k)));
       from_bits += source.source.find("A fragments' words (FlashQFromBits)") != std::string::npos &&
@@ -493,6 +496,7 @@ TEST(GpuAttention, MlaFactoredMatchesTheCpu) {
     EXPECT_EQ(RunAgainstReference(*executor, c, *r.graph, 1e-2), 0) << ugraph::ToText(*r.graph);
   }
   EXPECT_GE(from_bits, 2) << "attentions over the latent taking q W_uk^T from its bits";
+  EXPECT_GE(fused, 2) << "W_uv applied in the attention's kernel (at least at the bench's shapes)";
 }
 
 }  // namespace

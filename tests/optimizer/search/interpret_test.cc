@@ -1,5 +1,6 @@
-// The interpreters' view arithmetic: a view of permutes and expands reads
-// the element that ViewOffset works out, through strides computed once.
+// The interpreters' view arithmetic: a view of permutes, expands and
+// order-keeping reshapes reads the element that ViewOffset works out,
+// through strides computed once.
 #include "optimizer/search/interpret.h"
 
 #include <vector>
@@ -40,11 +41,29 @@ TEST(InterpretViews, ABroadcastAxisHasStrideZero) {
   ExpectStridesMatchOffsets(view, {1, 5}, {3, 5}, {0, 1});
 }
 
-TEST(InterpretViews, OtherViewsAreUnimplemented) {
+// A reshape of the tensor itself keeps its row-major order, and so does
+// one that only adds or drops size-1 axes after other steps (a factored
+// region's part reading another's output, [h, 1, l] as [h, l]).
+TEST(InterpretViews, ReshapesOfTheTensorOrOfUnitAxesAreLinear) {
+  ugraph::View whole;
+  whole.source_shape = {Dim(6)};
+  whole.steps.push_back({.kind = ugraph::ViewStep::Kind::kReshape, .shape = {Dim(2), Dim(3)}});
+  ExpectStridesMatchOffsets(whole, {6}, {2, 3}, {3, 1});
+  ugraph::View unit;  // [4, 1, 3] transposed to [3, 1, 4], its unit axis dropped
+  unit.source_shape = {Dim(4), Dim(1), Dim(3)};
+  unit.steps.push_back({.kind = ugraph::ViewStep::Kind::kPermute, .perm = {2, 1, 0}, .shape = {Dim(3), Dim(1), Dim(4)}});
+  unit.steps.push_back({.kind = ugraph::ViewStep::Kind::kReshape, .shape = {Dim(3), Dim(4)}});
+  ExpectStridesMatchOffsets(unit, {4, 1, 3}, {3, 4}, {1, 3});
+}
+
+// A reshape that regroups axes after a permute is not a strided view of
+// the tensor: the interpreters do not take it.
+TEST(InterpretViews, OtherReshapesAreUnimplemented) {
   ugraph::View view;
-  view.source_shape = {Dim(6)};
-  view.steps.push_back({.kind = ugraph::ViewStep::Kind::kReshape, .shape = {Dim(2), Dim(3)}});
-  EXPECT_EQ(ViewStrides(view, {6}, 2).status().code(), absl::StatusCode::kUnimplemented);
+  view.source_shape = {Dim(2), Dim(3)};
+  view.steps.push_back({.kind = ugraph::ViewStep::Kind::kPermute, .perm = {1, 0}, .shape = {Dim(3), Dim(2)}});
+  view.steps.push_back({.kind = ugraph::ViewStep::Kind::kReshape, .shape = {Dim(6)}});
+  EXPECT_EQ(ViewStrides(view, {2, 3}, 1).status().code(), absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace
