@@ -62,15 +62,18 @@ void TiledGenerator::EmitRowMatrixLoads(int i, const std::string& row, const std
     whole.push_back(absl::StrCat("aligned16(", ptr, ", ", first, ", ", bytes, ")"));
     whole.push_back(absl::StrCat(step, " * ", bytes, " % 16 == 0"));
   }
+  // Unrolled where the vectors are few enough for registers (a thread's
+  // share of a long k, one group of all of it, is left a loop).
+  const char* unroll = plan.per_thread <= 16 ? "#pragma unroll" : "#pragma unroll 1";
   e_.Open(absl::StrCat("if (", whole.empty() ? "true" : absl::StrJoin(whole, " && "), ")"));
-  e_.Line("#pragma unroll");
+  e_.Line(unroll);
   e_.Linef("for (int j = 0; j < ", plan.per_thread, "; ++j) ", raw, "[j] = ", k_in, " ? ",
            plan.width > 1 ? absl::StrCat("load16_bits(", ptr, ", ", first, " + j * ", step, ", ", bytes, ")")
                           : absl::StrCat(load, "(", ptr, ", ", first, " + j * ", step, ")"),
            " : ", zero, ";");
   e_.Close();
   e_.Open("else");
-  e_.Line("#pragma unroll");
+  e_.Line(unroll);
   e_.Open(absl::StrCat("for (int j = 0; j < ", plan.per_thread, "; ++j)"));
   e_.Linef(raw, "[j] = ", zero, ";");
   e_.Linef("const int k = rg + j * ", plan.groups, ";");

@@ -206,9 +206,12 @@ TEST(FactorProducts, TheLastProductFusesIntoTheAttentionsKernel) {
 
 // The fused graph computes the region: over finite fields, every kernel
 // interpreted as the generated code runs it (the split's combine, then each
-// row times its matrix); reading W_uk for W_uv (the same shape) does not.
+// row times its matrix), and its kernels compile; reading W_uk for W_uv
+// (the same shape) does not compute it.
 TEST(FactorProducts, AFusedGraphComputesTheRegionOverFiniteFields) {
-  for (const FusedCase& c : {MlaCase(4, 24, 8, 40), MlaCase(3, 48, 17, 127)}) {
+  // The last: more columns of W_uv (2312) than vectors a block's threads
+  // take at once, so each thread takes its vectors down all of k.
+  for (const FusedCase& c : {MlaCase(4, 24, 8, 40), MlaCase(3, 48, 17, 127), MlaCase(2, 16, 2312, 40)}) {
     SCOPED_TRACE(c.name);
     SearchOptions options;
     options.time_graph = [](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
@@ -236,6 +239,8 @@ TEST(FactorProducts, AFusedGraphComputesTheRegionOverFiniteFields) {
       return true;
     };
     EXPECT_TRUE(computes(*r.graph, 11)) << ugraph::ToText(*r.graph);
+    const std::string code = CompiledAttention(*r.graph);  // and its kernels compile
+    EXPECT_NE(code.find("row_matmul"), std::string::npos) << code;
 
     ugraph::KernelGraph wrong = *r.graph;
     ugraph::Kernel& attention = wrong.kernels[1];

@@ -455,7 +455,7 @@ TEST(Superoptimize, SecondRunComesFromTheCacheAndACorruptEntryIsReplaced) {
   EXPECT_EQ(second.report.prefixes, 0);
   ASSERT_TRUE(second.graph.has_value());
   EXPECT_EQ(ugraph::ToJson(*second.graph), ugraph::ToJson(*first.graph));
-  testing::WriteFile(CachePath(c.region, options), "{\"format\": \"kiln-search-2\", \"graph\": \"{broken");
+  testing::WriteFile(CachePath(c.region, options), "{\"format\": \"kiln-search-3\", \"graph\": \"{broken");
   SearchResult third = Search(c.region, options);
   EXPECT_FALSE(third.report.from_cache);
   ASSERT_TRUE(third.graph.has_value());
