@@ -28,7 +28,9 @@ namespace kiln::search {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr char kCacheFormat[] = "kiln-search-3";  // 2: factored regions (factor.h) are searched too; 3: and their last product fused (FuseRowProduct)
+// 2: factored regions (factor.h) are searched too; 3: and their last
+// product fused into the kernel before it (FuseRowProduct).
+constexpr char kCacheFormat[] = "kiln-search-3";
 constexpr size_t kMaxCacheBytes = 16 << 20;
 
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
@@ -618,8 +620,8 @@ absl::StatusOr<SearchResult> Superoptimize(const Region& region, const SearchOpt
     for (int f = 0; f < 3 && static_cast<int>(placed) < wanted; ++f) {
       for (size_t i = placed; i < ranked.size(); ++i) {
         if (form(ranked[i]) != f) continue;
-        std::rotate(ranked.begin() + static_cast<std::ptrdiff_t>(placed),
-                    ranked.begin() + static_cast<std::ptrdiff_t>(i), ranked.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        const auto at = [&](size_t k) { return ranked.begin() + static_cast<std::ptrdiff_t>(k); };
+        std::rotate(at(placed), at(i), at(i) + 1);
         ++placed;
         break;
       }

@@ -51,7 +51,8 @@ TEST(InterpretViews, ReshapesOfTheTensorOrOfUnitAxesAreLinear) {
   ExpectStridesMatchOffsets(whole, {6}, {2, 3}, {3, 1});
   ugraph::View unit;  // [4, 1, 3] transposed to [3, 1, 4], its unit axis dropped
   unit.source_shape = {Dim(4), Dim(1), Dim(3)};
-  unit.steps.push_back({.kind = ugraph::ViewStep::Kind::kPermute, .perm = {2, 1, 0}, .shape = {Dim(3), Dim(1), Dim(4)}});
+  unit.steps.push_back(
+      {.kind = ugraph::ViewStep::Kind::kPermute, .perm = {2, 1, 0}, .shape = {Dim(3), Dim(1), Dim(4)}});
   unit.steps.push_back({.kind = ugraph::ViewStep::Kind::kReshape, .shape = {Dim(3), Dim(4)}});
   ExpectStridesMatchOffsets(unit, {4, 1, 3}, {3, 4}, {1, 3});
 }
