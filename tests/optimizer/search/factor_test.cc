@@ -18,6 +18,7 @@
 #include "optimizer/search/schedules.h"
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/search/verify.h"
+#include "optimizer/ugraph_json.h"
 #include "optimizer/ugraph_validate.h"
 #include "tests/optimizer/search/schedule_spread.h"
 #include "tests/test_util.h"
@@ -192,6 +193,10 @@ TEST(FactorProducts, TheLastProductFusesIntoTheAttentionsKernel) {
   EXPECT_EQ(r.parts.size(), 3u);
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("(last product fused)"));
   ExpectValuesBetween(*r.graph, 1);  // q W_uk^T
+  // The search cache keeps it as JSON: the row product round-trips.
+  const ugraph::KernelGraph cached = ValueOrFail(ugraph::FromJson(ugraph::ToJson(*r.graph)));
+  EXPECT_EQ(ugraph::ToJson(cached), ugraph::ToJson(*r.graph));
+  EXPECT_EQ(cached.kernels[1].block.tile_ops.back().kind, ugraph::TileOp::Kind::kRowMatmul);
   const ugraph::Kernel& attention = r.graph->kernels[1];
   ASSERT_FALSE(attention.block.tile_ops.empty());
   EXPECT_EQ(attention.block.tile_ops.back().kind, ugraph::TileOp::Kind::kRowMatmul);
