@@ -769,7 +769,7 @@ class TiledGenerator {
   void PlanMatmul(int i);
   std::vector<MatmulPlan> matmuls_;  // by tile op (kMatmul ops only)
   std::vector<RowProductPlan> row_products_;  // by tile op (kRowMatmul ops only)
-  void PlanRowMatmul(int i);  // after the split share's plan: its scratch
+  void PlanRowMatmul(int i);  // with the layout (its scratch); `ahead` after the split share's plan
   void EmitRowMatmul(int i);
   void EmitRowProductsAhead(const std::string& split);  // RowProductPlan::ahead, before the meeting
   // Into array `raw`: the thread's vectors of row product i's matrix at `row` (tile), all issued at once.

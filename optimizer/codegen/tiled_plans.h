@@ -230,7 +230,8 @@ struct RowProductPlan {
 // row's elements in `parts` runs, a block each.
 // Otherwise (a grid too large to be resident at once) the last block to
 // count in does it all, and its share is every row. Planned where all
-// after the loop is elementwise (a share's outputs read its own rows) and,
+// after the loop is elementwise or a row product of the share's rows (a
+// share's outputs read its own rows; a row product's rows whole) and,
 // in every tile the combine writes, the axis is outermost (a share is one
 // run of elements). axis -1: none (the last block only).
 struct SplitShare { int axis = -1; int64_t size = 0, per = 0, parts = 1; };

@@ -77,6 +77,28 @@ std::string GroupFirst(const std::string& lo, int64_t group, int width) {
                       width == 1 ? "" : absl::StrCat(" * ", width));
 }
 
+// The element of a share from `lo` that a thread of a group of `span`
+// threads (a run of warps, CombineAcrossWarps) takes, `width` a vector.
+std::string SpanFirst(const std::string& lo, int64_t span, int width) {
+  return absl::StrCat(lo == "0" ? "" : lo + " + ", "threadIdx.x % ", span,
+                      width == 1 ? "" : absl::StrCat(" * ", width));
+}
+
+// The groups' sums `sums`[0..count) added pairwise into `sums`[0], index
+// `h`: the one order both forms of a grouped combine add in (the last
+// block's one thread, and the groups across warps), so that their outputs
+// agree to the bit.
+void EmitPairwiseTree(Emitter& e, const std::string& sums, const std::string& h, int64_t count,
+                      const std::vector<std::string>& components) {
+  e.Line("#pragma unroll");
+  e.Open(absl::StrCat("for (int w = 1; w < ", count, "; w *= 2)"));
+  e.Line("#pragma unroll");
+  e.Open(absl::StrCat("for (int ", h, " = 0; ", h, " < ", count, "; ", h, " += 2 * w)"));
+  for (const std::string& c : components) e.Linef(sums, "[", h, "]", c, " += ", sums, "[", h, " + w]", c, ";");
+  e.Close();
+  e.Close();
+}
+
 }  // namespace
 
 void TiledGenerator::PlanSplitShare() {
@@ -370,8 +392,8 @@ void TiledGenerator::EmitCombineAcrossWarps(int i, int64_t offset, int64_t float
   const std::string type = width == 4 ? "float4" : "float";
   const std::string sums = SplitFactors(static_cast<int>(b_.tile_ops.size()));  // after every factor
   e_.Open("");
-  e_.Linef("const int g = threadIdx.x / ", span, ", l = ", lo == "0" ? "" : lo + " + ", "threadIdx.x % ", span,
-           width == 1 ? "" : absl::StrCat(" * ", width), ";  // the thread's blocks: g, g + ", group, ", ...");
+  e_.Linef("const int g = threadIdx.x / ", span, ", l = ", SpanFirst(lo, span, width),
+           ";  // the thread's blocks: g, g + ", group, ", ...");
   e_.Linef(type, " sum = ", width == 4 ? "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" : "0.0f", ";");
   e_.Open(absl::StrCat("if (l < ", hi, ")"));
   const std::vector<int64_t> sizes = Sizes(tiles_[i]);
@@ -396,17 +418,8 @@ void TiledGenerator::EmitCombineAcrossWarps(int i, int64_t offset, int64_t float
   e_.Line("#pragma unroll");
   e_.Linef("for (int h = 0; h < ", group, "; ++h) s[h] = reinterpret_cast<const ", type, "*>(", sums,
            ")[threadIdx.x + h * ", span, "];");
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int w = 1; w < ", group, "; w *= 2)"));
-  e_.Line("#pragma unroll");
-  e_.Open(absl::StrCat("for (int h = 0; h < ", group, "; h += 2 * w)"));
-  if (width == 4) {
-    for (const char* lane : lanes) e_.Linef("s[h]", lane, " += s[h + w]", lane, ";");
-  } else {
-    e_.Line("s[h] += s[h + w];");
-  }
-  e_.Close();
-  e_.Close();
+  EmitPairwiseTree(e_, "s", "h", group,
+                   width == 4 ? std::vector<std::string>(lanes, lanes + 4) : std::vector<std::string>{""});
   if (width == 4) {
     for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = s[0]", lanes[k], ";");
   } else {
@@ -444,16 +457,15 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   // loads ahead, 11.0 with them, and 11.2 with them after the maxes' pass.
   // Whether accumulator j's lanes are grouped with their loads ahead (and,
   // together, their sums meet in the scratch: CombineAcrossWarps).
-  const auto loads_ahead = [&](int j, int64_t at, int* width) {
-    const int64_t group = CombineGroup(j, at, floats, width);
+  const auto loads_ahead = [&](int j, int64_t group, int width) {
     const int64_t per_lane = (b_.loop_split + group - 1) / group;
-    const int64_t vectors = (ShareElements(tiles_[j]) + *width - 1) / *width;
+    const int64_t vectors = (ShareElements(tiles_[j]) + width - 1) / width;
     return group > 1 && per_lane <= 16 && group * vectors <= b_.threads;
   };
   int width = 1;
-  const bool early = loads_ahead(i, offset, &width);
   const int64_t group = CombineGroup(i, offset, floats, &width);
   const int64_t per_lane = (b_.loop_split + group - 1) / group;
+  const bool early = loads_ahead(i, group, width);
   if (ahead) {
     if (!early) return;
     const auto [lo, hi] = ShareRange(tiles_[i]);
@@ -462,8 +474,7 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
     const int64_t span = b_.threads / group;
     e_.Linef("// x", i, "'s partials, loaded under the maxes' pass: a vector a lane at most");
     e_.Linef(width == 4 ? "float4" : "float", " ahead", i, "[", per_lane, "];");
-    e_.Linef("const int la", i, " = ", lo == "0" ? "" : lo + " + ", "threadIdx.x % ", span,
-             width == 1 ? "" : absl::StrCat(" * ", width), ";");
+    e_.Linef("const int la", i, " = ", SpanFirst(lo, span, width), ";");
     e_.Open(absl::StrCat("if (p.together && la", i, " < ", hi, ")"));
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int k = 0; k < ", per_lane, "; ++k)"));
@@ -485,7 +496,8 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
       for (const auto& [j, at] : SplitAccumulators()) {
         if (j == i) break;
         int w = 1;
-        after_another = after_another || (!SplitRowSum(j) && loads_ahead(j, at, &w));
+        const int64_t g = CombineGroup(j, at, floats, &w);
+        after_another = after_another || (!SplitRowSum(j) && loads_ahead(j, g, w));
       }
       if (after_another) Sync();
       EmitCombineAcrossWarps(i, offset, floats, width, group);
@@ -567,13 +579,7 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
     e_.Open("if (g == 0)");
   } else if (one_thread) {
     e_.Line("// the lanes' tree: lane 0's adds, in its order");
-    e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int w = 1; w < ", groups, "; w *= 2)"));
-    e_.Line("#pragma unroll");
-    e_.Open(absl::StrCat("for (int g = 0; g < ", groups, "; g += 2 * w)"));
-    for (const std::string& c : components) e_.Linef("sums[g]", c, " += sums[g + w]", c, ";");
-    e_.Close();
-    e_.Close();
+    EmitPairwiseTree(e_, "sums", "g", groups, components);
     e_.Linef("const ", type, " sum = sums[0];");
   }
   if (width == 4) {
