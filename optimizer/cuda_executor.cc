@@ -274,9 +274,9 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
       workspace = *ws;
       counters = *count;
     }
-    config.grid.x = static_cast<unsigned>(std::min<int64_t>(grid[0], 0x7fffffff));
-    config.grid.y = static_cast<unsigned>(std::min<int64_t>(grid[1], 65535));
-    config.grid.z = static_cast<unsigned>(std::min<int64_t>(grid[2], 65535));
+    config.grid.x = static_cast<unsigned>(std::min<int64_t>(grid[0], ugraph::kMaxLaunchBlocks[0]));
+    config.grid.y = static_cast<unsigned>(std::min<int64_t>(grid[1], ugraph::kMaxLaunchBlocks[1]));
+    config.grid.z = static_cast<unsigned>(std::min<int64_t>(grid[2], ugraph::kMaxLaunchBlocks[2]));
     // Where the device holds the whole grid at once, a split loop's blocks
     // share out its combine, waiting for one another: the launch must keep
     // them all resident (cooperative).

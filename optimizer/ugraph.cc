@@ -94,6 +94,24 @@ int SplitGridAxis(const BlockGraph& b) {
   return -1;
 }
 
+bool LaunchCoversAxis(const LaunchDim& d, int axis) {
+  return d.extent.rank() == 1 && d.extent[0].is_concrete() &&
+         (d.extent[0].value() + d.tile - 1) / d.tile <= kMaxLaunchBlocks[axis];
+}
+
+std::optional<KernelGraph> OnePointForm(const KernelGraph& graph) {
+  KernelGraph out = graph;
+  bool changed = false;
+  for (Kernel& k : out.kernels) {
+    BlockGraph& b = k.block;
+    if (b.kind != BlockKind::kTiled || b.one_point_blocks) continue;
+    for (int g = 0; g < 3 && !b.one_point_blocks; ++g) b.one_point_blocks = LaunchCoversAxis(b.grid[g], g);
+    changed = changed || b.one_point_blocks;
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
 int64_t NominalTiles(const LaunchDim& d) {
   return d.extent.rank() == 0 ? 1 : (d.extent[0].max_value() + d.tile - 1) / d.tile;
 }
@@ -209,6 +227,7 @@ std::string ToText(const KernelGraph& graph) {
                     LaunchText(b.grid[0]), ", ", LaunchText(b.grid[1]), ", ", LaunchText(b.grid[2]),
                     ") threads=", b.threads, " forloop=", LaunchText(b.forloop),
                     b.loop_split > 1 ? absl::StrCat(" split ", b.loop_split, " ways") : "",
+                    b.one_point_blocks ? " one grid point a block" : "",
                     " space=", b.iteration_shape.ToString(), "\n");
     if (b.kind == BlockKind::kRowReduce) {
       absl::StrAppend(&out, "    reduced axes: [", absl::StrJoin(b.reduced_axes, ","), "]\n");

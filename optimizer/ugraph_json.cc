@@ -258,7 +258,8 @@ json BlockJson(const BlockGraph& b) {
           {"iteration_shape", ShapeJson(b.iteration_shape)},
           {"reduced_axes", b.reduced_axes},
           {"outputs", outputs},
-          {"loop_split", b.loop_split}};
+          {"loop_split", b.loop_split},
+          {"one_point_blocks", b.one_point_blocks}};
 }
 
 BlockGraph BlockFrom(const json& j) {
@@ -289,6 +290,7 @@ BlockGraph BlockFrom(const json& j) {
   b.threads = AsInt(j.at("threads"));
   b.forloop = LaunchFrom(j.at("forloop"));
   if (j.contains("loop_split")) b.loop_split = AsInt(j.at("loop_split"));
+  if (j.contains("one_point_blocks")) b.one_point_blocks = j.at("one_point_blocks").get<bool>();
   for (const json& in : j.at("inputs")) {
     InputIterator it;
     it.view = ViewFrom(in.at("view"));

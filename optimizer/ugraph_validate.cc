@@ -236,6 +236,9 @@ absl::Status Validate(const KernelGraph& graph, const DeviceLimits& limits) {
     }
     if (absl::Status s = b.forloop.extent.Validate("for-loop extent"); !s.ok()) return Bad(k, s.message());
     if (b.forloop.tile < 1) return Bad(k, "a for-loop tile below 1");
+    if (b.one_point_blocks && b.kind != BlockKind::kTiled) {
+      return Bad(k, "one_point_blocks is for tiled kernels (their grid-stride loops)");
+    }
     // A tiled block's count here is a bound (a buffer per tile): tiles
     // read only from the ring or from registers take none, and ring-shared
     // inputs one copy. The code generator, which plans them, checks the

@@ -513,19 +513,25 @@ absl::Status TiledGenerator::Generate() {
   for (size_t i = 0; i < n; ++i) loop = loop || phase_[i] == Phase::kLoop;
   e_.Line("bool waited = false;  // for the kernel before, at the block's first grid point");
   // Grid-stride loops, outermost z: a block may own several grid points.
-  // Along a causal mask's rows, last-first (CausalGridAxis).
+  // Along a causal mask's rows, last-first (CausalGridAxis). With
+  // one_point_blocks, where the launch has a block for every tile of an
+  // axis (LaunchCoversAxis), the loop runs once and says so: its step
+  // leaves it, and the compiler keeps no value of one grid point for the
+  // next (ugraph.h).
   int opened = 0;
   const int causal_axis = CausalGridAxis();
   for (int g = 2; g >= 0; --g) {
     const ugraph::LaunchDim& d = b_.grid[g];
     if (d.extent.rank() == 0) continue;
+    const bool once = b_.one_point_blocks && ugraph::LaunchCoversAxis(d, g);
+    const std::string ix = e_.Index(), bg = absl::StrCat("bg", g);
     if (g == causal_axis) {
-      const std::string ix = e_.Index();
-      e_.Open(absl::StrCat("for (", ix, " bg", g, " = ", count(d), " - 1 - static_cast<", ix, ">(", BlockIndex(g),
-                           "); bg", g, " >= 0; bg", g, " -= static_cast<", ix, ">(", kGridDim[g], "))"));
+      e_.Open(absl::StrCat("for (", ix, " ", bg, " = ", count(d), " - 1 - static_cast<", ix, ">(", BlockIndex(g), "); ",
+                           bg, " >= 0; ", bg,
+                           once ? " = -1" : absl::StrCat(" -= static_cast<", ix, ">(", kGridDim[g], ")"), ")"));
     } else {
-      e_.Open(absl::StrCat("for (", e_.Index(), " bg", g, " = ", BlockIndex(g), "; bg", g, " < ", count(d), "; bg", g,
-                           " += ", kGridDim[g], ")"));
+      e_.Open(absl::StrCat("for (", ix, " ", bg, " = ", BlockIndex(g), "; ", bg, " < ", count(d), "; ", bg,
+                           once ? absl::StrCat(" = ", count(d)) : absl::StrCat(" += ", kGridDim[g]), ")"));
     }
     ++opened;
     if (grid_axes[g]) {

@@ -32,6 +32,10 @@ struct SearchOptions {
   int verify_tests = 3;         // finite-field tests per candidate
   int time_top = 6;             // candidates timed on the GPU
   int time_rounds = 3;          // interleaved timing rounds; a candidate's time is its best round
+  // The fastest this many timed are timed again with one grid point a
+  // block (ugraph::BlockGraph::one_point_blocks), where that changes their
+  // code; the faster form is kept. 0: the grid-stride form only.
+  int one_point_forms = 3;
   uint64_t seed = 0x6b696c6e;
   std::string cache_dir;        // empty: no disk cache
   std::string arch = "cpu";     // part of the cache key (e.g. sm_90a)
@@ -46,11 +50,13 @@ struct SearchOptions {
 };
 
 // One candidate timed on the GPU: its schedule, the cost model's estimate
-// and the measurement (best of the rounds).
+// and the measurement (best of the rounds); where it was timed so too, the
+// measurement of its one-point form (SearchOptions::one_point_forms).
 struct TimedCandidate {
   std::string schedule;
   double estimated_us = 0;
   double measured_us = 0;
+  std::optional<double> one_point_us;
 };
 
 struct SearchReport {

@@ -3,8 +3,10 @@
 // one), and their bandwidth at decode shapes reported.
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "jit/cuda_context.h"
@@ -181,7 +183,9 @@ class GpuTiledCodegen : public ::testing::Test {
   // `output` as f32; `fill` first writes the inputs left to the caller.
   // A split loop that can share out its combine runs twice more that way,
   // whose output must be the same to the bit (the same sums in the same
-  // order).
+  // order). A kernel with a grid axis its launch covers runs again with one
+  // grid point a block (one_point_blocks, which the search may choose), the
+  // same to the bit.
   absl::StatusOr<std::vector<float>> Run(const KernelGraph& graph,
                                          const std::map<int, std::vector<float>>& inputs, int output,
                                          const Bindings& bindings = {},
@@ -224,6 +228,13 @@ class GpuTiledCodegen : public ::testing::Test {
     }
     std::vector<float> out(p.counts[output]);
     ConvertElements(dtype, stored.data(), DType::kF32, out.data(), p.counts[output]);
+    if (const std::optional<KernelGraph> one_point = ugraph::OnePointForm(graph)) {
+      KILN_JIT_ASSIGN_OR_RETURN(std::vector<float> again, Run(*one_point, inputs, output, bindings, fill));
+      if (again.size() != out.size() || std::memcmp(again.data(), out.data(), out.size() * sizeof(float)) != 0) {
+        return absl::InternalError("one grid point a block differs from the grid-stride loop's output");
+      }
+      ++one_point_runs_;
+    }
     return out;
   }
 
@@ -247,6 +258,7 @@ class GpuTiledCodegen : public ::testing::Test {
   std::unique_ptr<jit::CudaContext> context_;
   const jit::NvrtcApi* nvrtc_ = nullptr;
   int together_runs_ = 0;  // Runs that compared the shared-out combine with the last block's
+  int one_point_runs_ = 0;  // Runs that compared one grid point a block with the grid-stride loop
 };
 
 // Tolerances for results stored as `dtype`.
@@ -323,8 +335,10 @@ TEST_F(GpuTiledCodegen, RmsNormLinearMatchesACpuLoop) {
       }
     }
   }
-  // The split variants' combines also ran shared out by every block (Run).
+  // The split variants' combines also ran shared out by every block, and
+  // every kernel with one grid point a block (Run).
   EXPECT_GT(together_runs_, 0);
+  EXPECT_GT(one_point_runs_, 0);
 }
 
 // A weight element's value from its index, on the device (fill_weight) and

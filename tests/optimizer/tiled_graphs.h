@@ -23,9 +23,11 @@ using ugraph::TileOp;
 
 // Tile sizes of a case: grid axis 0 walks N in tiles of `n`, grid axis 1
 // walks M in tiles of `m`, the loop walks K in steps of `k`, shared by
-// `split` blocks along grid axis 2.
+// `split` blocks along grid axis 2. `one_point`: one grid point a block
+// where the launch covers an axis (BlockGraph::one_point_blocks).
 struct Tiles {
   int64_t m = 16, k = 64, n = 64, split = 1;
+  bool one_point = false;
 };
 
 // Builds a graph of one kTiled kernel.
@@ -39,6 +41,7 @@ class TiledGraph {
     b.grid[1] = {Shape{m}, tiles.m};
     b.forloop = {Shape{k}, tiles.k};
     b.loop_split = tiles.split;
+    b.one_point_blocks = tiles.one_point;
   }
 
   int Tensor(DType dtype, Shape shape, TensorRole role) {

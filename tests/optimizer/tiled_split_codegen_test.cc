@@ -200,5 +200,27 @@ TEST(TiledCodegen, ASplitSumIsBehindABarrierBeforeItIsStored) {
   ExpectCompiles(g.graph());
 }
 
+// With one_point_blocks, where the launch has a block for every tile of a
+// grid axis (a concrete extent of no more tiles than kMaxLaunchBlocks), a
+// block takes one grid point: the loop's step leaves it. A symbolic extent
+// keeps the stride, and so does every axis without the flag.
+TEST(TiledCodegen, AGridPointABlockWhereTheLaunchCoversTheAxis) {
+  absl::StatusOr<codegen::KernelSource> fixed =
+      Generate(RmsNormLinear(DType::kF16, 17, 4097, 256, {.split = 32, .one_point = true}));
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_THAT(fixed->source, ::testing::ContainsRegex(R"(; bg0 = \(256(LL)? \+ [0-9]+\) / [0-9]+\))"));
+  EXPECT_THAT(fixed->source, ::testing::Not(::testing::HasSubstr("+= gridDim")));
+  ExpectCompiles(RmsNormLinear(DType::kF16, 17, 4097, 256, {.split = 32, .one_point = true}));
+  absl::StatusOr<codegen::KernelSource> strided = Generate(RmsNormLinear(DType::kF16, 17, 4097, 256, {.split = 32}));
+  ASSERT_TRUE(strided.ok()) << strided.status();
+  EXPECT_THAT(strided->source, ::testing::HasSubstr("bg0 += gridDim.x"));
+  const Symbol tokens("tokens", 64), k("k", 8192);
+  absl::StatusOr<codegen::KernelSource> symbolic = Generate(GatedMlp(DType::kF16, tokens, k, 256, {.one_point = true}));
+  ASSERT_TRUE(symbolic.ok()) << symbolic.status();
+  EXPECT_THAT(symbolic->source, ::testing::HasSubstr("+= gridDim"));
+  EXPECT_THAT(symbolic->source, ::testing::ContainsRegex(R"(; bg0 = \(256(LL)? \+ [0-9]+\) / [0-9]+\))"))
+      << "the concrete axis alone takes one point";
+}
+
 }  // namespace
 }  // namespace kiln

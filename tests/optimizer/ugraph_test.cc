@@ -162,6 +162,12 @@ TEST_F(UGraphValidate, RejectsBadThreadCounts) {
   ExpectInvalid("multiple of 32");
 }
 
+// One grid point a block is a form of tiled kernels' grid-stride loops.
+TEST_F(UGraphValidate, RejectsOnePointBlocksOutsideTiledKernels) {
+  block().one_point_blocks = true;
+  ExpectInvalid("one_point_blocks is for tiled kernels");
+}
+
 TEST_F(UGraphValidate, RejectsMoreSharedMemoryThanTheDevice) {
   Tensor a = Leaf({64, 64}), b = Leaf({64, 64});
   ugraph::KernelGraph g = Lower({matmul(a, b)});

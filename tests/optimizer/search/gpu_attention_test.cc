@@ -49,6 +49,7 @@ struct Runs {
   int pipelined = 0;     // whole steps issuing their scores' products before the last step's P@V
   int scores_ahead = 0;  // and, of those, issuing the next step's scores (FlashScoresAhead)
   int ping_pong = 0;     // or running their two warpgroups half a step apart (FlashPingPong)
+  int one_point = 0;     // schedules run again with one grid point a block (OnePointForm)
 };
 
 // While it lives, the executor compiles for sm_90 where the device is
@@ -68,7 +69,9 @@ class MmaSyncOnHopper {
 // The case's search result run with the chosen schedule split 1, 2 and 8
 // ways, then `spread` others (query tiles of 1 to 64 rows with tails, key
 // tiles, splits), each against the CPU reference.
-// `also`, where given, makes one more schedule from the chosen one.
+// `also`, where given, makes one more schedule from the chosen one. The
+// chosen schedule whole and split 2 ways run again with one grid point a
+// block where that changes their code (the search may choose it).
 void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int spread, Runs& runs,
                   double budget_seconds = 8, bool one_kernel = false,
                   const std::function<void(Schedule&)>& also = nullptr) {
@@ -109,7 +112,8 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     schedules.push_back(r.candidate->schedule);
     also(schedules.back());
   }
-  for (const Schedule& s : schedules) {
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const Schedule& s = schedules[i];
     Candidate candidate = *r.candidate;
     candidate.schedule = s;
     absl::StatusOr<ugraph::KernelGraph> graph = Instantiate(c.region, candidate, c.region.class_size);
@@ -137,6 +141,11 @@ void RunSchedules(CudaExecutor& executor, const FusedCase& c, DType dtype, int s
     runs.ping_pong += source->source.find("(FlashPingPong)") != std::string::npos;
     EXPECT_EQ(RunAgainstReference(executor, c, *graph, tolerance), 0)
         << s.ToString(c.region) << "\n" << ugraph::ToText(*graph);
+    if (const std::optional<ugraph::KernelGraph> one_point = i < 2 ? ugraph::OnePointForm(*graph) : std::nullopt) {
+      ++runs.one_point;
+      EXPECT_EQ(RunAgainstReference(executor, c, *one_point, tolerance), 0)
+          << s.ToString(c.region) << "\n" << ugraph::ToText(*one_point);
+    }
   }
 }
 
@@ -324,6 +333,7 @@ TEST(GpuAttention, CausalMatchesTheCpu) {
   // 128, K's and V's rings in panels.
   EXPECT_GE(runs.wgmma, 2);
   EXPECT_GE(runs.wgmma_panels, 1);
+  EXPECT_GE(runs.one_point, 6) << "causal blocks, last-first, one grid point each";
 }
 
 // The loop of whole steps pipelined (FlashPipelined: each step's scores'
@@ -478,7 +488,7 @@ TEST(GpuAttention, MlaFactoredMatchesTheCpu) {
   // heads, latent, head dim, keys.
   const std::vector<std::array<int64_t, 4>> shapes = {
       {3, 48, 16, 127}, {16, 256, 64, 4097}, {1, 64, 32, 17}, {16, 256, 64, 4096}, {3, 48, 17, 127}};
-  int from_bits = 0, fused = 0;
+  int from_bits = 0, fused = 0, one_point_runs = 0;
   for (const auto& [h, latent, d, keys] : shapes) {
     SCOPED_TRACE(::testing::Message() << h << "x" << latent << "x" << d << "x" << keys);
     const FusedCase c = MlaCase(h, latent, d, keys, DType::kF16);
@@ -494,7 +504,12 @@ TEST(GpuAttention, MlaFactoredMatchesTheCpu) {
                    source.source.find("[k chunk][lane], stored as loaded") != std::string::npos;
     }
     EXPECT_EQ(RunAgainstReference(*executor, c, *r.graph, 1e-2), 0) << ugraph::ToText(*r.graph);
+    if (const std::optional<ugraph::KernelGraph> one_point = ugraph::OnePointForm(*r.graph)) {
+      ++one_point_runs;
+      EXPECT_EQ(RunAgainstReference(*executor, c, *one_point, 1e-2), 0) << ugraph::ToText(*one_point);
+    }
   }
+  EXPECT_EQ(one_point_runs, static_cast<int>(shapes.size())) << "each also with one grid point a block";
   EXPECT_GE(from_bits, 2) << "attentions over the latent taking q W_uk^T from its bits";
   EXPECT_GE(fused, 2) << "W_uv applied in the attention's kernel (at least at the bench's shapes)";
 }

@@ -110,6 +110,95 @@ TEST(Superoptimize, TimingKeepsEachCandidatesBestRound) {
   EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("measured 5 us"));
 }
 
+// Whether a graph's tiled kernels run one grid point a block.
+bool OnePoint(const ugraph::KernelGraph& g) {
+  bool any = false;
+  for (const ugraph::Kernel& k : g.kernels) any = any || k.block.one_point_blocks;
+  return any;
+}
+
+// The fastest candidates are timed again in their one-point form
+// (one_point_blocks), compiled beside them, in as many rounds; the faster
+// form is kept, reported, and cached. Here the second fastest's one-point
+// form wins; the fastest's is slower than its stride form; the third's is
+// never timed.
+TEST(Superoptimize, TheFastestAreTimedAgainWithAGridPointABlock) {
+  ScopedTempDir dir("one_point_cache");
+  FusedCase c = RmsNormLinearCase(2, 256, 384);
+  SearchOptions options;
+  options.cache_dir = dir.path();
+  options.budget_seconds = 20;
+  options.time_top = 3;
+  options.time_rounds = 2;
+  options.one_point_forms = 2;
+  std::vector<std::string> strided;  // first timed first
+  std::set<std::string> compiled;
+  std::map<std::string, int> runs;
+  std::string winner;
+  options.start_compile = [&](const ugraph::KernelGraph& g) {
+    compiled.insert(ugraph::ToJson(g));
+    return Done();
+  };
+  options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    const std::string key = ugraph::ToJson(g);
+    EXPECT_TRUE(compiled.count(key)) << "timed before it was compiled";
+    ++runs[key];
+    if (!OnePoint(g)) {
+      if (std::find(strided.begin(), strided.end(), key) == strided.end()) strided.push_back(key);
+      return 10.0 + 2 * static_cast<double>(std::find(strided.begin(), strided.end(), key) - strided.begin());
+    }
+    ugraph::KernelGraph stride = g;
+    for (ugraph::Kernel& k : stride.kernels) k.block.one_point_blocks = false;
+    const std::string of = ugraph::ToJson(stride);
+    EXPECT_NE(of, strided.back()) << "the third's one-point form timed";
+    if (of == strided[1]) winner = key;
+    return of == strided[0] ? 11.0 : 9.0;
+  };
+  SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(strided.size(), 3u) << r.report.ToString();
+  EXPECT_EQ(ugraph::ToJson(*r.graph), winner);
+  EXPECT_TRUE(OnePoint(*r.graph));
+  EXPECT_EQ(r.report.measured_us, 9.0);
+  for (const auto& [key, n] : runs) EXPECT_EQ(n, 2) << "every form runs once a round";
+  EXPECT_EQ(runs.size(), 5u) << "three stride forms, two one-point forms";
+  ASSERT_EQ(r.report.timings.size(), 3u);
+  int with_one_point = 0;
+  for (const TimedCandidate& t : r.report.timings) with_one_point += t.one_point_us.has_value();
+  EXPECT_EQ(with_one_point, 2);
+  EXPECT_THAT(r.report.schedule, ::testing::EndsWith(" one grid point a block"));
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("one grid point a block 9 us"));
+  EXPECT_THAT(r.report.ToString(), ::testing::HasSubstr("one grid point a block 11 us"));
+  SearchResult cached = ValueOrFail(Superoptimize(c.region, options));
+  EXPECT_TRUE(cached.report.from_cache);
+  ASSERT_TRUE(cached.graph.has_value());
+  EXPECT_EQ(ugraph::ToJson(*cached.graph), winner) << "the flag survives the search cache";
+}
+
+// A one-point form no faster than its stride form is not kept; with
+// one_point_forms = 0 none is timed; without start_compile the forms are
+// still timed (time_graph compiles them).
+TEST(Superoptimize, AOnePointFormNoFasterIsNotKept) {
+  FusedCase c = RmsNormLinearCase(2, 256, 384);
+  for (const int forms : {0, 3}) {
+    SearchOptions options;
+    options.time_top = 3;
+    options.time_rounds = 1;
+    options.one_point_forms = forms;
+    int one_point_runs = 0;
+    options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+      if (!OnePoint(g)) return 10.0;
+      ++one_point_runs;
+      return 10.0;
+    };
+    SearchResult r = Search(c.region, options);
+    ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+    EXPECT_FALSE(OnePoint(*r.graph));
+    EXPECT_EQ(one_point_runs, forms) << r.report.ToString();
+    EXPECT_THAT(r.report.schedule, ::testing::Not(::testing::HasSubstr("one grid point")));
+  }
+}
+
 // The default lowering is timed on a thread of its own, and each batch of
 // candidates compiles on another while it is checked; but no two timings
 // ever share the GPU: the default's has ended before the first candidate's
@@ -158,6 +247,7 @@ TEST(Superoptimize, ACompileStillRunningAtTheBudgetsEndIsNotWaitedFor) {
   SearchOptions options;
   options.budget_seconds = 2;
   options.time_top = 3;
+  options.one_point_forms = 0;  // the grid-stride forms alone: their compiles and timings counted
   std::promise<void> after_the_search;  // the cost model's first candidate's compile
   const std::shared_future<void> slow = after_the_search.get_future().share();
   std::vector<std::string> started, timed;
@@ -191,6 +281,7 @@ TEST(Superoptimize, WithNothingTimedTheSearchWaitsForTheFirstCompile) {
   options.budget_seconds = 1;
   options.time_top = 2;
   options.time_rounds = 1;
+  options.one_point_forms = 0;  // the grid-stride forms alone: their compiles and timings counted
   std::promise<void> done[2];
   std::vector<std::string> started, timed;
   std::thread finisher;
@@ -230,6 +321,7 @@ TEST(Superoptimize, TiedEstimatesTimeTheScheduleOfFewerBlocksFirst) {
   SearchOptions options;
   options.time_top = 8;
   options.time_rounds = 1;
+  options.one_point_forms = 0;  // the grid-stride forms alone: their compiles and timings counted
   std::vector<int64_t> blocks;
   options.time_graph = [&](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
     blocks.push_back(ugraph::LaunchedBlocks(g));
@@ -455,7 +547,7 @@ TEST(Superoptimize, SecondRunComesFromTheCacheAndACorruptEntryIsReplaced) {
   EXPECT_EQ(second.report.prefixes, 0);
   ASSERT_TRUE(second.graph.has_value());
   EXPECT_EQ(ugraph::ToJson(*second.graph), ugraph::ToJson(*first.graph));
-  testing::WriteFile(CachePath(c.region, options), "{\"format\": \"kiln-search-3\", \"graph\": \"{broken");
+  testing::WriteFile(CachePath(c.region, options), "{\"format\": \"kiln-search-4\", \"graph\": \"{broken");
   SearchResult third = Search(c.region, options);
   EXPECT_FALSE(third.report.from_cache);
   ASSERT_TRUE(third.graph.has_value());
