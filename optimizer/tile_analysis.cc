@@ -10,6 +10,12 @@ absl::Status Bad(size_t op, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("tile op x", op, ": ", what));
 }
 
+// The dtypes a product (kMatmul, kRowMatmul) rounds its operands to.
+absl::Status CheckProductDtype(size_t op, DType dtype) {
+  if (dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16) return absl::OkStatus();
+  return Bad(op, "product dtype must be f32, f16 or bf16");
+}
+
 absl::StatusOr<TileInfo> InputTile(const BlockGraph& block, int input) {
   if (input < 0 || input >= static_cast<int>(block.inputs.size())) {
     return absl::InvalidArgumentError(absl::StrCat("reads missing input #", input));
@@ -125,9 +131,7 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
         for (size_t d = 0; d + 2 < r; ++d) {
           if (!(a.axes[d] == b.axes[d])) return Bad(i, absl::StrCat("batch axis ", d, " differs"));
         }
-        if (op.dtype != DType::kF32 && op.dtype != DType::kF16 && op.dtype != DType::kBF16) {
-          return Bad(i, "product dtype must be f32, f16 or bf16");
-        }
+        if (absl::Status s = CheckProductDtype(i, op.dtype); !s.ok()) return s;
         info.axes = a.axes;
         info.axes[r - 1] = b.axes[r - 1];
         info.in_loop = a.in_loop || b.in_loop;
@@ -142,9 +146,7 @@ absl::StatusOr<std::vector<TileInfo>> AnalyzeTiles(const BlockGraph& block) {
         if (!(a.axes[0] == w.axes[0])) return Bad(i, "the rows and their matrices differ in r");
         if (!(a.axes[1] == w.axes[1])) return Bad(i, "the contracted axes differ");
         if (a.in_loop || w.in_loop) return Bad(i, "a row product inside the loop");
-        if (op.dtype != DType::kF32 && op.dtype != DType::kF16 && op.dtype != DType::kBF16) {
-          return Bad(i, "product dtype must be f32, f16 or bf16");
-        }
+        if (absl::Status s = CheckProductDtype(i, op.dtype); !s.ok()) return s;
         info.axes = {a.axes[0], TileAxis(), w.axes[2]};  // [r, 1, n]: a product of one row per batch
         break;
       }

@@ -687,7 +687,7 @@ class TiledGenerator {
   // its vectors `width` floats, CombineGroup lanes each, (ahead) its loads.
   int64_t CombineGroup(int i, int64_t offset, int64_t floats, int* width) const;
   void EmitCombineLoop(int i, int64_t offset, int64_t floats, bool ahead);
-  void EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group, const std::string& ahead);
+  void EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group);
   void EmitCombineAcrossWarps(int i, int64_t offset, int64_t floats, int width, int64_t group);  // loaded ahead
   // A split loop's running maxes: out to the workspace after the accumulators,
   // or (combine) the max over the blocks into shift<i>, each block's factor to

@@ -487,7 +487,7 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
     return;
   }
   if (group == 1) {
-    EmitCombineVectors(i, offset, floats, width, 1, "");
+    EmitCombineVectors(i, offset, floats, width, 1);
   } else {
     e_.Open("if (p.together)");
     if (early) {
@@ -502,11 +502,11 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
       if (after_another) Sync();
       EmitCombineAcrossWarps(i, offset, floats, width, group);
     } else {
-      EmitCombineVectors(i, offset, floats, width, group, "");
+      EmitCombineVectors(i, offset, floats, width, group);
     }
     e_.Close();
     e_.Open("else");
-    EmitCombineVectors(i, offset, floats, width, -group, "");
+    EmitCombineVectors(i, offset, floats, width, -group);
     e_.Close();
   }
   // Four elements a thread, a group's, or a share: not the linear loop's
@@ -514,8 +514,7 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   Wrote(i, width == 1 && share_.axis < 0);
 }
 
-void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group,
-                                        const std::string& ahead) {
+void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group) {
   // group < 0: one thread takes the -group lanes' sums.
   const char* lanes[] = {".x", ".y", ".z", ".w"};
   const std::vector<std::string> components = width == 4 ? std::vector<std::string>(lanes, lanes + 4)
@@ -559,7 +558,7 @@ void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, i
   const std::string at = absl::StrCat("partials + q * ", floats, " + ", offset, " + l");
   if (!factor.empty()) e_.Linef("const float f", i, " = ", SplitFactor(i, coords), ";");
   const std::string sum = one_thread ? "sums[g]" : "sum";
-  const std::string value = !ahead.empty() ? absl::StrCat(ahead, "[k]") : PartialLoad(at, width);
+  const std::string value = PartialLoad(at, width);
   if (width == 4) {
     e_.Linef("const float4 v = ", value, ";");
     for (const char* lane : lanes) e_.Linef(sum, lane, " += v", lane, factor, ";");
