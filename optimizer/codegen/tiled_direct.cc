@@ -158,6 +158,10 @@ void TiledGenerator::PlanFlushScratch() {
     direct_scratch_ = scratch_;
     scratch_ += flush;
   }
+  if (flash_.scores_shared) {  // EmitFlashScoresShared: a float4 a lane and tile of each group
+    flash_.scores_offset = scratch_;
+    scratch_ += flash_.groups * FlashColumns() * 32 * 4;
+  }
 }
 
 bool TiledGenerator::ComputedB(int i) const {

@@ -144,6 +144,14 @@ void TiledGenerator::PlanFlash(const std::vector<int>& uses) {
     flash_.a_shared = a_before && !flash_.a_registers;
     registers_ += FlashOffsets(s, FlashColumns()) + FlashOffsets(pv, FlashOColumns());
     if (flash_.a_registers) registers_ += 4 * warp_slabs * s_plan.depth / 16;
+    // The scores shared out by a group's warps, whole tiles of 8 keys each
+    // (see FlashPlan::scores_shared; a named barrier a group). On an H200,
+    // MLA's decode step at 64 keys a block, hand-edited: 64 products a warp
+    // for its 16 x 32 scores -> 16, and 8.65 -> 8.40 us for the two kernels.
+    flash_.scores_shared = cols_split && groups > 1 && groups < 16 && warp_slabs == 1 && !flash_.wgmma &&
+                           s_plan.b_rows && s_plan.b_scale < 0 && FlashPairsB(s, FlashColumns()) &&
+                           FlashColumns() % FlashGroupWarps() == 0;
+    if (flash_.scores_shared) registers_ += 8 * FlashColumns() / FlashGroupWarps();
     if (warp_slabs == 1) {
       registers_ += 4 * (FlashColumns() + FlashOColumns()) + 8;
     } else {
@@ -216,27 +224,25 @@ std::string TiledGenerator::FlashScoresFirst() const {
   return flash_.keys_split ? "2 * warp" : flash_.groups > 1 ? absl::StrCat("kg * ", FlashColumns()) : "0";
 }
 
+void TiledGenerator::EmitFlashScoresA() {
+  e_.Linef("unsigned fa[", flash_.warp_slabs, "][4];");
+  OpenFlashSlabs();
+  if (flash_.a_registers) {
+    e_.Line("for (int h = 0; h < 4; ++h) fa[sl][h] = qa[sl][c][h];");
+  } else if (flash_.a_shared) {
+    e_.Linef("const uint4 q = qa[", FlashSharedAIndex(), "];");
+    e_.Line("fa[sl][0] = q.x, fa[sl][1] = q.y, fa[sl][2] = q.z, fa[sl][3] = q.w;");
+  } else {
+    EmitMmaA(flash_.scores, "(m0 + 16 * sl)", "fa[sl]");
+  }
+  e_.Close();
+}
+
 void TiledGenerator::EmitFlashScores(const std::string& acc, bool wait, const std::string& stage) {
   const MatmulPlan& s = matmuls_[flash_.scores];
   const int k_tile = b_.tile_ops[flash_.scores].args[1];
-  const int64_t slabs = flash_.warp_slabs, sn = FlashColumns();
-  const auto scores_a = [&] {
-    e_.Linef("unsigned fa[", slabs, "][4];");
-    if (flash_.a_registers) {
-      OpenFlashSlabs();
-      e_.Line("for (int h = 0; h < 4; ++h) fa[sl][h] = qa[sl][c][h];");
-      e_.Close();
-    } else if (flash_.a_shared) {
-      OpenFlashSlabs();
-      e_.Linef("const uint4 q = qa[", FlashSharedAIndex(), "];");
-      e_.Line("fa[sl][0] = q.x, fa[sl][1] = q.y, fa[sl][2] = q.z, fa[sl][3] = q.w;");
-      e_.Close();
-    } else {
-      OpenFlashSlabs();
-      EmitMmaA(flash_.scores, "(m0 + 16 * sl)", "fa[sl]");
-      e_.Close();
-    }
-  };
+  const int64_t sn = FlashColumns();
+  const auto scores_a = [&] { EmitFlashScoresA(); };
   EmitFlashWgmma(flash_.scores, acc, s.depth / 16, scores_a, [&] {
     // (B by rows in pairs: each k chunk's offsets are known at compile time.)
     if (flash_.a_registers || (s.b_rows && FlashPairsB(flash_.scores, sn))) e_.Line("#pragma unroll");
@@ -299,7 +305,11 @@ void TiledGenerator::EmitFlashStep() {
     // 1. S = A @ B1: the warp's rows, its columns; each of B's fragments
     // serves every slab.
     e_.Linef("float sc[", slabs, "][", sn, "][4] = {};");
-    EmitFlashScores("sc", /*wait=*/deferred < 0 && !piped, "stage");
+    if (flash_.scores_shared) {
+      EmitFlashScoresShared("stage");
+    } else {
+      EmitFlashScores("sc", /*wait=*/deferred < 0 && !piped, "stage");
+    }
   }
   if (deferred >= 0 && !ahead) {
     // The scales' fold and its barrier while the scores' products run.
@@ -470,16 +480,11 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   // Two columns of tiles per ldmatrix (lanes 16-31 address the second).
   const int b = BInput(mm);
   const InputPlan& in = inputs_[b];
-  const int64_t rv = in.row_vectors();
   e_.Open(absl::StrCat("for (int v = 0; v < ", count, "; v += 2)"));
   e_.Line("unsigned fb[4];");
   if (plan.b_rows) {
     // k chunk c of B's rows (keys) from column of tiles `first` + v.
-    const int64_t n = FlashRowsOffsets(mm);
-    const bool wraps = rv / 2 > n;
-    e_.Linef("load_b_fragments_rows_x2(fb, bo", mm, wraps ? absl::StrCat("[c % ", n, "]") : "[c]", " + 16u * (", stage,
-             " * ", in.tasks, " + (", first, " + v) * ", 8 * in.row_stride(),
-             wraps ? absl::StrCat(" + c / ", n, " * ", 2 * n / 8 * in.panel_stride()) : "", "));");
+    e_.Linef("load_b_fragments_rows_x2(fb, ", FlashRowsAddress(mm, absl::StrCat(first, " + v"), stage), ");");
   } else {
     e_.Linef("load_b_fragments_trans_x2(fb, bo", mm, "[v / 2] + 16u * (", stage, " * ", in.tasks, " + ", k_rows, " * ",
              in.row_stride(), "));");
@@ -494,6 +499,48 @@ void TiledGenerator::EmitFlashProducts(int mm, const std::string& acc, int64_t c
   }
   into_slabs({absl::StrCat(mma, "(", acc, "[sl][v], fa[sl], fb);"),
               absl::StrCat(mma, "(", acc, "[sl][v + 1], fa[sl], fb + 2);")});
+  e_.Close();
+}
+
+std::string TiledGenerator::FlashRowsAddress(int mm, const std::string& tile, const std::string& stage) const {
+  const InputPlan& in = inputs_[BInput(mm)];
+  const int64_t n = FlashRowsOffsets(mm);
+  const bool wraps = in.row_vectors() / 2 > n;
+  return absl::StrCat("bo", mm, wraps ? absl::StrCat("[c % ", n, "]") : "[c]", " + 16u * (", stage, " * ", in.tasks,
+                      " + (", tile, ") * ", 8 * in.row_stride(),
+                      wraps ? absl::StrCat(" + c / ", n, " * ", 2 * n / 8 * in.panel_stride()) : "", ")");
+}
+
+void TiledGenerator::EmitFlashScoresShared(const std::string& stage) {
+  const int k_tile = b_.tile_ops[flash_.scores].args[1];
+  const int64_t sn = FlashColumns(), warps = FlashGroupWarps(), per = sn / warps;
+  const std::string mma = absl::StrCat("mma_", DTypeSuffix(b_.tile_ops[flash_.scores].dtype));
+  const std::string tile = absl::StrCat("kg * ", sn, " + warp % ", warps, " * ", per, " + v");  // of the step's
+  e_.Linef("// the warp's ", per, " of its group's ", sn, " tiles of 8 keys over all of k (even and odd k chunks",
+           " in two chains), then the group's from its warps");
+  e_.Open("");
+  e_.Linef("float own[2][", per, "][4] = {};");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
+  EmitFlashScoresA();
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int v = 0; v < ", per, "; ++v)"));
+  e_.Line("unsigned fb[2];");
+  e_.Linef("ldmatrix_x2(fb[0], fb[1], ", FlashRowsAddress(flash_.scores, tile, stage), ");");
+  e_.Linef(mma, "(own[c & 1][v], fa[0], fb);");
+  e_.Close();
+  e_.Close();
+  e_.Linef("float4* const shared_sc = reinterpret_cast<float4*>(scratch + ", flash_.scores_offset,
+           ");  // [the group's tile][lane]");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int v = 0; v < ", per, "; ++v) shared_sc[(", tile, ") * 32 + lane] = make_float4(own[0][v][0] + ",
+           "own[1][v][0], own[0][v][1] + own[1][v][1], own[0][v][2] + own[1][v][2], own[0][v][3] + own[1][v][3]);");
+  e_.Linef("sync_warps(1 + kg, ", 32 * warps, ");  // the group's warps");
+  e_.Line("#pragma unroll");
+  e_.Open(absl::StrCat("for (int t = 0; t < ", sn, "; ++t)"));
+  e_.Linef("const float4 y = shared_sc[(kg * ", sn, " + t) * 32 + lane];");
+  e_.Line("sc[0][t][0] = y.x, sc[0][t][1] = y.y, sc[0][t][2] = y.z, sc[0][t][3] = y.w;");
+  e_.Close();
   e_.Close();
 }
 

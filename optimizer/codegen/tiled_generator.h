@@ -493,10 +493,14 @@ class TiledGenerator {
   // P@V and P packed for the next, else P@V itself.
   void EmitFlashAfterScores(bool piped, bool ahead);
   // The flash scores' product into `acc` (declared and zeroed by the
-  // caller) from the ring's stage `stage`, waited for where `wait`.
+  // caller) from the ring's stage `stage`, waited for where `wait`; its A
+  // fragments of k chunk c (fa); shared out by a group (FlashPlan::scores_shared).
   void EmitFlashScores(const std::string& acc, bool wait, const std::string& stage);
-  // Before the loop of whole steps (FlashScoresAhead): scores0 and
-  // scores1, and the first whole step's scores into scores0.
+  void EmitFlashScoresA();
+  void EmitFlashScoresShared(const std::string& stage);
+  // B by rows' ldmatrix address: column of tiles `tile`, k chunk c, in `stage`.
+  std::string FlashRowsAddress(int mm, const std::string& tile, const std::string& stage) const;
+  // Before the loop of whole steps (FlashScoresAhead): scores0, scores1 and the first step's.
   void EmitFlashScoresPrologue();
   // The first column of tiles of a warp's scores (DeclareFlashOffsets).
   std::string FlashScoresFirst() const;
@@ -530,9 +534,8 @@ class TiledGenerator {
   bool ScalesFlashScores(int mm) const;
   // Whether flash product mm reads B two columns of tiles per ldmatrix.
   bool FlashPairsB(int mm, int64_t count) const;
-  // The lane offsets DeclareFlashOffsets declares for flash product mm
-  // (none where its B is not read in pairs); with B by rows, those of its
-  // first k chunks (FlashRowsOffsets), the swizzle's period.
+  // The lane offsets DeclareFlashOffsets declares for flash product mm (none where its B is
+  // not read in pairs); with B by rows, those of its first k chunks (FlashRowsOffsets).
   int64_t FlashOffsets(int mm, int64_t count) const;
   int64_t FlashRowsOffsets(int mm) const;
   // Declares bo<mm>: the shared-memory address in stage 0 of the lane's
@@ -546,12 +549,10 @@ class TiledGenerator {
   int64_t FlashColumns() const;
   void EmitKeysSplitFlush();
   // Groups > 1: the other groups' running maxes, row sums and P@V fragments
-  // added into group 0's registers, each brought to the larger max.
+  // added into group 0's registers, each brought to the larger max; its scratch floats.
   void EmitFlashGroupMerge();
-  // The scratch floats EmitFlashGroupMerge takes.
   int64_t FlashGroupScratch() const;
-  // Opens the loop over the warp's slabs (`sl`), fully unrolled so that
-  // the flash registers indexed by it stay registers.
+  // Opens the loop over the warp's slabs (`sl`), unrolled: the registers it indexes stay so.
   void OpenFlashSlabs();
   // The floats of FlashPlan::a_shared's fragments (or DeclareSharedRowsA's).
   int64_t FlashSharedAFloats() const;
@@ -583,8 +584,7 @@ class TiledGenerator {
   void OpenFlashWarps();
   void CloseFlashWarps();
   FlashPlan flash_;
-  // Whether PlanFlash may form groups (Plan clears it where their scratch
-  // leaves no layout that fits).
+  // Whether PlanFlash may form groups (Plan clears it where no layout fits).
   bool flash_groups_allowed_ = true;
   void PlanFlash(const std::vector<int>& uses);
   // After PlanNeeded: the scores and exponentials need no tiles.

@@ -181,6 +181,15 @@ struct FlashPlan {
   // registers to other values after the first step's product, and every
   // later step's scores came out wrong.
   bool wgmma = false;
+  // With groups and O's columns shared out (MLA's decode step), the
+  // scores' tiles of 8 keys shared out too: each warp of a group takes
+  // FlashColumns() / FlashGroupWarps() of them over all of k, not all of
+  // them (4 times over at 4 warps a group), and the group's warps trade
+  // them through the scratch at `scores_offset` (floats), after a barrier
+  // of the group's warps (sync_warps). The step's ring barrier keeps one
+  // step's reads before the next step's writes.
+  bool scores_shared = false;
+  int64_t scores_offset = -1;
 };
 
 // Whether Q, loaded 8 f16 or bf16 along its depth a thread, goes from the

@@ -264,6 +264,11 @@ __device__ __forceinline__ void sync_threads_unaligned() {
   __syncthreads();
 #endif
 }
+// A barrier of a group of the block's warps, `threads` threads (whole
+// warps) on named barrier `id` (1-15; __syncthreads takes 0).
+__device__ __forceinline__ void sync_warps(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 // A split loop's count at a grid point (the caller's barrier first orders
 // its block's partial sums): adds 1 and returns the count before it. The
 // release makes the block's partials visible to whoever counts after it;

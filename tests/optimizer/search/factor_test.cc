@@ -99,16 +99,25 @@ TEST(FactorProducts, MlaIsThreePartsWithTheHeadsAsTheRowsBetween) {
     const std::vector<Schedule> mappings = Mappings(between);
     ASSERT_FALSE(mappings.empty());
     int64_t ways = 1;
+    bool one_step = false;  // a block's share of the keys one step
     for (const Schedule& m : mappings) {
       for (const Schedule& s : ScheduleVariants(between, m)) {
         EXPECT_EQ(s.map[latent], Schedule::Map::kFull);
         ways = std::max(ways, s.loop_split);
+        for (size_t k = 0; k < s.map.size(); ++k) {
+          if (s.map[k] != Schedule::Map::kLoop || s.loop_split == 1) continue;
+          const int64_t steps = (between.class_size[k].value() + s.tile[k] - 1) / s.tile[k];
+          one_step |= steps == s.loop_split;
+          EXPECT_GE(steps, s.loop_split) << "a block with no step";
+        }
       }
     }
     // One block holds all the heads: its keys split up to 64 ways (each
-    // block two steps or more), where a grid of several blocks stops at 16.
+    // block a step or more: 64 keys a block at 64 ways), where a grid of
+    // several blocks stops at 16.
     if (c.region.class_size[3] == Dim(256)) {
       EXPECT_EQ(ways, 64);
+      EXPECT_TRUE(one_step);
     }
   }
   const Region gqa = AttentionCase(2, 256, 64, 4096).region;

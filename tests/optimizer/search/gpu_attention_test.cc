@@ -514,5 +514,36 @@ TEST(GpuAttention, MlaFactoredMatchesTheCpu) {
   EXPECT_GE(fused, 2) << "W_uv applied in the attention's kernel (at least at the bench's shapes)";
 }
 
+// MLA's factored form with its attention's scores shared out by each
+// group's warps (a tile of 8 keys a warp or more, traded through shared
+// memory after the group's barrier: FlashPlan::scores_shared), chosen by a
+// timer that prefers it, against the unfused CPU reference, in its
+// one-point form too: the bench's shape (64 blocks of one step of 64
+// keys), a tail of keys, odd heads and head dims.
+TEST(GpuAttention, MlaSharedScoresMatchTheCpu) {
+  std::shared_ptr<CudaExecutor> executor = InitCuda().ok() ? GetCudaExecutor() : nullptr;
+  if (!executor) GTEST_SKIP() << InitCuda().message();
+  // heads, latent, head dim, keys.
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {16, 256, 64, 4096}, {16, 256, 64, 4097}, {13, 128, 17, 1000}, {5, 64, 8, 300}};
+  int shared = 0;
+  for (const auto& [h, latent, d, keys] : shapes) {
+    SCOPED_TRACE(::testing::Message() << h << "x" << latent << "x" << d << "x" << keys);
+    const FusedCase c = MlaCase(h, latent, d, keys, DType::kF16);
+    SearchOptions options;
+    options.budget_seconds = 20;
+    options.time_top = 64;
+    options.time_graph = SharedScoresFastest;
+    const SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+    ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+    shared += ValueOrFail(SharedScoresFastest(*r.graph)) == 1.0;
+    EXPECT_EQ(RunAgainstReference(*executor, c, *r.graph, 1e-2), 0) << ugraph::ToText(*r.graph);
+    const std::optional<ugraph::KernelGraph> one_point = ugraph::OnePointForm(*r.graph);
+    ASSERT_TRUE(one_point.has_value());
+    EXPECT_EQ(RunAgainstReference(*executor, c, *one_point, 1e-2), 0) << ugraph::ToText(*one_point);
+  }
+  EXPECT_EQ(shared, static_cast<int>(shapes.size())) << "kernels whose groups share out their scores";
+}
+
 }  // namespace
 }  // namespace kiln::search

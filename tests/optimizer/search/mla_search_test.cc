@@ -228,6 +228,51 @@ TEST(MlaSearch, TheAttentionCopiesTheCacheBeforeItsWait) {
   EXPECT_FALSE(PrologueBeforeWait(over.source));
 }
 
+// At the bench's shape, one step of 64 keys a block (64 blocks: see
+// FactorProducts.MlaIsThreePartsWithTheHeadsAsTheRowsBetween). Each of the two groups of 4 warps
+// takes 32 of them, its warps one tile of 8 keys each over all of the
+// latent (two chains, even and odd k chunks), and the group trades its
+// tiles through shared memory after a barrier of its 128 threads: a
+// warp's scores take 16 products, not 64. Steps of 32 keys (2 tiles a
+// group, 4 warps) keep every warp's scores whole. Both compile.
+TEST(MlaSearch, AGroupOfWarpsSharesOutTheScoresAtAStepABlock) {
+  const FusedCase c = MlaCase(16, 256, 64, 4096);
+  const Region& region = c.region;
+  SearchOptions options;
+  options.time_top = 64;
+  options.time_graph = SharedScoresFastest;
+  const SearchResult r = ValueOrFail(Superoptimize(region, options));
+  ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+  ASSERT_EQ(r.graph->kernels.size(), 2u) << r.report.chosen_text;
+  const ugraph::BlockGraph& attention = r.graph->kernels[1].block;
+  EXPECT_EQ(attention.loop_split, 64) << r.report.chosen_text;
+  const codegen::KernelSource shared = ValueOrFail(codegen::GenerateKernel(*r.graph, 1));
+  EXPECT_NE(shared.source.find("float own[2][1][4] = {};"), std::string::npos) << shared.source;
+  EXPECT_NE(shared.source.find("sync_warps(1 + kg, 128);  // the group's warps"), std::string::npos) << shared.source;
+  EXPECT_NE(shared.source.find("for (int t = 0; t < 4; ++t)"), std::string::npos) << shared.source;
+  EXPECT_NE(shared.source.find("const i64 share = (steps + 63) / 64;"), std::string::npos) << shared.source;
+  EXPECT_NE(shared.source.find("const i64 steps = (4096LL + 63) / 64;"), std::string::npos) << shared.source;
+  // Against steps of 32 keys: every warp's scores whole.
+  SearchOptions whole;
+  whole.time_top = 64;
+  whole.time_graph = [](const ugraph::KernelGraph& g) -> absl::StatusOr<double> {
+    if (g.kernels.size() != 2 || g.kernels[1].block.loop_split != 64) return 3.0;
+    absl::StatusOr<double> shared = SharedScoresFastest(g);
+    if (!shared.ok()) return shared.status();
+    return *shared == 1.0 ? 2.0 : 1.0;
+  };
+  const SearchResult w = ValueOrFail(Superoptimize(region, whole));
+  ASSERT_TRUE(w.graph.has_value()) << w.report.ToString();
+  ASSERT_EQ(w.graph->kernels.size(), 2u) << w.report.chosen_text;
+  const codegen::KernelSource kept = ValueOrFail(codegen::GenerateKernel(*w.graph, 1));
+  EXPECT_EQ(kept.source.find("sync_warps("), std::string::npos) << kept.source;
+  EXPECT_NE(kept.source.find("load_b_fragments_rows_x2("), std::string::npos) << kept.source;
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << nvrtc.status();
+  ExpectCompilesForHopper(**nvrtc, shared);
+  ExpectCompilesForHopper(**nvrtc, kept);
+}
+
 // seed_attention's shape over 256 keys (4 steps a block, kRingFirstSteps):
 // Q's f32 tile (read only before the loop) lies in the ring's last stage,
 // which the prologue leaves free, so the ring's first copies go out before

@@ -103,6 +103,17 @@ inline std::vector<VariantKernel> KernelsOfVariants(const Region& region, const 
   return KernelsOf(region, found, ScheduleVariants(region, found.schedule));
 }
 
+// A timer (SearchOptions::time_graph) under which a graph with a kernel
+// whose warps share out its scores within their group
+// (FlashPlan::scores_shared) runs fastest.
+inline absl::StatusOr<double> SharedScoresFastest(const ugraph::KernelGraph& g) {
+  for (size_t k = 0; k < g.kernels.size(); ++k) {
+    absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(g, static_cast<int>(k));
+    if (source.ok() && source->source.find("sync_warps(1 + kg,") != std::string::npos) return 1.0;
+  }
+  return 2.0;
+}
+
 // How many of `sources` contain `text`.
 inline int Containing(const std::vector<codegen::KernelSource>& sources, const std::string& text) {
   int n = 0;
