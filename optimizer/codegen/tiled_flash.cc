@@ -242,12 +242,11 @@ void TiledGenerator::EmitFlashScores(const std::string& acc, bool wait, const st
   const MatmulPlan& s = matmuls_[flash_.scores];
   const int k_tile = b_.tile_ops[flash_.scores].args[1];
   const int64_t sn = FlashColumns();
-  const auto scores_a = [&] { EmitFlashScoresA(); };
-  EmitFlashWgmma(flash_.scores, acc, s.depth / 16, scores_a, [&] {
+  EmitFlashWgmma(flash_.scores, acc, s.depth / 16, [this] { EmitFlashScoresA(); }, [&] {
     // (B by rows in pairs: each k chunk's offsets are known at compile time.)
     if (flash_.a_registers || (s.b_rows && FlashPairsB(flash_.scores, sn))) e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int c = 0; c * 16 < ", Length(RowAxis(k_tile)), "; ++c)"));
-    scores_a();
+    EmitFlashScoresA();
     e_.Line("const int k = c * 16 + (lane & 15);");  // the lane's ldmatrix row
     EmitFlashProducts(flash_.scores, acc, sn, FlashScoresFirst(), "c * 16", stage);
     e_.Close();
@@ -515,7 +514,8 @@ void TiledGenerator::EmitFlashScoresShared(const std::string& stage) {
   const int k_tile = b_.tile_ops[flash_.scores].args[1];
   const int64_t sn = FlashColumns(), warps = FlashGroupWarps(), per = sn / warps;
   const std::string mma = absl::StrCat("mma_", DTypeSuffix(b_.tile_ops[flash_.scores].dtype));
-  const std::string tile = absl::StrCat("kg * ", sn, " + warp % ", warps, " * ", per, " + v");  // of the step's
+  const std::string first = FlashScoresFirst();  // the group's first tile of the step's
+  const std::string tile = absl::StrCat(first, " + warp % ", warps, " * ", per, " + v");
   e_.Linef("// the warp's ", per, " of its group's ", sn, " tiles of 8 keys over all of k (even and odd k chunks",
            " in two chains), then the group's from its warps");
   e_.Open("");
@@ -538,7 +538,7 @@ void TiledGenerator::EmitFlashScoresShared(const std::string& stage) {
   e_.Linef("sync_warps(1 + kg, ", 32 * warps, ");  // the group's warps");
   e_.Line("#pragma unroll");
   e_.Open(absl::StrCat("for (int t = 0; t < ", sn, "; ++t)"));
-  e_.Linef("const float4 y = shared_sc[(kg * ", sn, " + t) * 32 + lane];");
+  e_.Linef("const float4 y = shared_sc[(", first, " + t) * 32 + lane];");
   e_.Line("sc[0][t][0] = y.x, sc[0][t][1] = y.y, sc[0][t][2] = y.z, sc[0][t][3] = y.w;");
   e_.Close();
   e_.Close();
