@@ -31,7 +31,11 @@ std::string LaunchText(const CudaFunction& function, const LaunchConfig& c) {
   return absl::StrCat(c.cooperative ? "cooperative " : "", c.early ? "early " : "", "launch of kernel '",
                       function.name(), "' (grid ",
                       c.grid.x, "x", c.grid.y, "x", c.grid.z, ", block ", c.block.x, "x", c.block.y, "x", c.block.z,
-                      ", ", c.dynamic_shared_bytes, " bytes of dynamic shared memory)");
+                      ", ", c.dynamic_shared_bytes, " bytes of dynamic shared memory",
+                      uint64_t{c.cluster.x} * c.cluster.y * c.cluster.z > 1
+                          ? absl::StrCat(", clusters of ", c.cluster.x, "x", c.cluster.y, "x", c.cluster.z)
+                          : "",
+                      ")");
 }
 
 }  // namespace
@@ -153,16 +157,32 @@ absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& con
   if (static_cast<int64_t>(config.dynamic_shared_bytes) > function.dynamic_shared_limit()) {
     KILN_JIT_RETURN_IF_ERROR(AllowDynamicSharedMemory(function, config.dynamic_shared_bytes));
   }
+  const Dim3& c = config.cluster;
+  const bool clustered = uint64_t{c.x} * c.y * c.z > 1;
+  if (clustered && (info_.compute_major < 9 || c.x == 0 || c.y == 0 || c.z == 0 || g.x % c.x != 0 ||
+                    g.y % c.y != 0 || g.z % c.z != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        LaunchText(function, config), ": clusters of ", c.x, "x", c.y, "x", c.z, " blocks need sm_90 or later (",
+        info_.name, " is ", info_.arch(), ") and a grid they divide"));
+  }
   KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
   absl::Status status;
-  if (config.early && info_.compute_major >= 9) {
-    CUlaunchAttribute attrs[2];
+  if ((config.early || clustered) && info_.compute_major >= 9) {
+    CUlaunchAttribute attrs[3];
     unsigned count = 0;
-    attrs[count].id = kLaunchAttrProgrammaticStreamSerialization;
-    attrs[count++].value.value = 1;
+    if (config.early) {
+      attrs[count].id = kLaunchAttrProgrammaticStreamSerialization;
+      attrs[count++].value.value = 1;
+    }
     if (config.cooperative) {
       attrs[count].id = kLaunchAttrCooperative;
       attrs[count++].value.value = 1;
+    }
+    if (clustered) {
+      attrs[count].id = kLaunchAttrClusterDimension;
+      attrs[count++].value.dims[0] = c.x;
+      attrs[count - 1].value.dims[1] = c.y;
+      attrs[count - 1].value.dims[2] = c.z;
     }
     const CUlaunchConfig launch{g.x, g.y, g.z, b.x, b.y, b.z, config.dynamic_shared_bytes, stream_, attrs, count};
     status = KILN_CU(driver(), cuLaunchKernelEx(&launch, function.handle(), args, nullptr));
@@ -178,9 +198,25 @@ absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& con
 }
 
 absl::StatusOr<int64_t> CudaContext::ResidentBlocks(CudaFunction& function, int threads,
-                                                    unsigned dynamic_shared_bytes) {
+                                                    unsigned dynamic_shared_bytes, Dim3 cluster) {
   KILN_JIT_RETURN_IF_ERROR(AllowDynamicSharedMemory(function, dynamic_shared_bytes));
   KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
+  const uint64_t cluster_blocks = uint64_t{cluster.x} * cluster.y * cluster.z;
+  if (cluster_blocks > 1) {
+    if (info_.compute_major < 9) return 0;
+    // A cluster's blocks share a GPC: fewer may fit than the SMs' count.
+    CUlaunchAttribute attr;
+    attr.id = kLaunchAttrClusterDimension;
+    attr.value.dims[0] = cluster.x;
+    attr.value.dims[1] = cluster.y;
+    attr.value.dims[2] = cluster.z;
+    const CUlaunchConfig launch{cluster.x, cluster.y, cluster.z, static_cast<unsigned>(threads), 1, 1,
+                                dynamic_shared_bytes, stream_, &attr, 1};
+    int clusters = 0;
+    KILN_JIT_RETURN_IF_ERROR(
+        KILN_CU(driver(), cuOccupancyMaxActiveClusters(&clusters, function.handle(), &launch)));
+    return static_cast<int64_t>(clusters) * static_cast<int64_t>(cluster_blocks);
+  }
   int per_sm = 0;
   KILN_JIT_RETURN_IF_ERROR(KILN_CU(driver(), cuOccupancyMaxActiveBlocksPerMultiprocessor(
                                                  &per_sm, function.handle(), threads, dynamic_shared_bytes)));

@@ -78,8 +78,11 @@ class CudaContext {
   absl::Status Launch(CudaFunction& function, const LaunchConfig& config, void** args);
   // How many blocks of `threads` threads and `dynamic_shared_bytes` of
   // dynamic shared memory can be resident on the device at once: the most
-  // a cooperative launch may ask for.
-  absl::StatusOr<int64_t> ResidentBlocks(CudaFunction& function, int threads, unsigned dynamic_shared_bytes);
+  // a cooperative launch may ask for. In clusters of `cluster` blocks
+  // (their blocks on one GPC), as many as whole clusters hold; none before
+  // sm_90.
+  absl::StatusOr<int64_t> ResidentBlocks(CudaFunction& function, int threads, unsigned dynamic_shared_bytes,
+                                         Dim3 cluster = {});
 
   // ---- timing
   absl::StatusOr<CudaEvent> CreateEvent() const;

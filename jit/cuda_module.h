@@ -35,6 +35,9 @@ struct LaunchConfig {
   // writes memory that kernel touches; every kernel kiln generates does so
   // first thing.
   bool early = false;
+  // Blocks of a thread block cluster (sm_90 and later): they run at once,
+  // on one GPC, and read one another's shared memory. 1 x 1 x 1: none.
+  Dim3 cluster;
 };
 
 // One kernel of a module, valid as long as the module. Launched with

@@ -77,7 +77,8 @@ inline constexpr int kStreamCaptureModeRelaxed = 2;
 
 // cuLaunchKernelEx's configuration (CUlaunchConfig, CUlaunchAttribute and
 // the CUlaunchAttributeID values kiln sets).
-inline constexpr int kLaunchAttrCooperative = 2;  // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+inline constexpr int kLaunchAttrCooperative = 2;       // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+inline constexpr int kLaunchAttrClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 inline constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
 struct CUlaunchAttribute {
@@ -85,7 +86,8 @@ struct CUlaunchAttribute {
   char pad[4] = {};
   union alignas(8) {
     char bytes[64];
-    int value;  // cooperative, programmaticStreamSerializationAllowed
+    int value;           // cooperative, programmaticStreamSerializationAllowed
+    unsigned dims[3];    // clusterDim
   } value = {};
 };
 struct CUlaunchConfig {

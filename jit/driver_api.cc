@@ -59,6 +59,7 @@ std::vector<std::string> BindDriver(const DynamicLibrary& lib, DriverApi& api) {
   bind("cuLaunchCooperativeKernel", api.cuLaunchCooperativeKernel);
   bind("cuLaunchKernelEx", api.cuLaunchKernelEx);
   bind("cuOccupancyMaxActiveBlocksPerMultiprocessor", api.cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  bind("cuOccupancyMaxActiveClusters", api.cuOccupancyMaxActiveClusters);
   bind("cuEventCreate", api.cuEventCreate);
   bind("cuEventDestroy_v2", api.cuEventDestroy);
   bind("cuEventRecord", api.cuEventRecord);

@@ -76,6 +76,9 @@ struct DriverApi {
                                void** extra) = nullptr;
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int* blocks, CUfunction function,
                                                           int block_size, size_t dynamic_shared_bytes) = nullptr;
+  // How many clusters of the launch `config` describes (its cluster
+  // dimension attribute) the device holds at once.
+  CUresult (*cuOccupancyMaxActiveClusters)(int* clusters, CUfunction function, const CUlaunchConfig* config) = nullptr;
 
   CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
   CUresult (*cuEventDestroy)(CUevent event) = nullptr;

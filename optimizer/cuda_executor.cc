@@ -19,10 +19,19 @@ namespace kiln {
 
 struct CudaExecutor::CompiledGraph::Kernel {
   codegen::KernelSource source;
+  // Compiled for every block going on together where the split loop can
+  // share out its combine (codegen::SourceFor).
   jit::CudaFunction* function = nullptr;
-  // For a split loop that can share out its combine: the blocks the device
-  // holds at once, the most a cooperative launch of it may have.
+  // For such a loop: the blocks the device holds at once, the most a
+  // cooperative launch of it may have.
   int64_t resident_blocks = 0;
+  // And its form for the last block alone, compiled at the first launch
+  // that cannot keep every block resident.
+  struct Alone {
+    absl::Mutex mu;
+    jit::CudaFunction* function ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  std::shared_ptr<Alone> alone;
 };
 
 // Everything needed to run traces of one structure.
@@ -37,6 +46,11 @@ struct CudaExecutor::Plan {
 };
 
 namespace {
+
+// The clusters a kernel's blocks make where they go on together.
+jit::Dim3 SplitCluster(const codegen::KernelSource& source) {
+  return {source.split_cluster[0], source.split_cluster[1], source.split_cluster[2]};
+}
 
 uint64_t DevicePointer(const TensorData& data, DType dtype) {
   return reinterpret_cast<uint64_t>(data.storage->data()) +
@@ -192,7 +206,7 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor:
   for (size_t k = 0; k < compiled->graph.kernels.size(); ++k) {
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(compiled->graph, static_cast<int>(k));
     if (!source.ok()) return source.status();
-    assembled.push_back(codegen::AssembleSource(source->source));
+    assembled.push_back(codegen::AssembleSource(codegen::SourceFor(*source, /*together=*/true)));
     sources.push_back(*std::move(source));
   }
   // A graph's kernels compile at once, not one by one (a default lowering
@@ -210,12 +224,15 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor:
     compiled->reports_errors |= source.reports_errors;
     int64_t resident = 0;
     if (source.split_together) {
-      absl::StatusOr<int64_t> blocks = context_.ResidentBlocks(
-          **function, source.threads, static_cast<unsigned>(source.dynamic_shared_bytes));
+      absl::StatusOr<int64_t> blocks =
+          context_.ResidentBlocks(**function, source.threads, static_cast<unsigned>(source.dynamic_shared_bytes),
+                                  SplitCluster(source));
       if (!blocks.ok()) return blocks.status();
       resident = *blocks;
     }
-    compiled->kernels.push_back({std::move(source), *function, resident});
+    std::shared_ptr<CompiledGraph::Kernel::Alone> alone;
+    if (source.split_together) alone = std::make_shared<CompiledGraph::Kernel::Alone>();
+    compiled->kernels.push_back({std::move(source), *function, resident, std::move(alone)});
   }
   return std::shared_ptr<const CompiledGraph>(std::move(compiled));
 }
@@ -282,6 +299,13 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     // them all resident (cooperative).
     const int64_t blocks = int64_t{config.grid.x} * config.grid.y * config.grid.z;
     config.cooperative = kernel.source.split_together && blocks <= kernel.resident_blocks;
+    if (config.cooperative) config.cluster = SplitCluster(kernel.source);
+    jit::CudaFunction* function = kernel.function;
+    if (kernel.source.split_together && !config.cooperative) {
+      absl::StatusOr<jit::CudaFunction*> alone = AloneFunction(kernel);
+      if (!alone.ok()) return alone.status();
+      function = *alone;
+    }
     // Its blocks start while the kernel before it finishes (it waits for
     // that kernel before touching memory: GenerateKernel). On the H100,
     // back-to-back launches of rmsnorm_linear_bs1's kernel took 0.3 us
@@ -306,7 +330,7 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     params.push_back(counters);
     params.push_back(config.cooperative ? 1 : 0);  // together (the low bytes)
     void* args[] = {params.data()};
-    if (absl::Status s = context_.Launch(*kernel.function, config, args); !s.ok()) return s;
+    if (absl::Status s = context_.Launch(*function, config, args); !s.ok()) return s;
     ++launches;
   }
   return launches;
@@ -332,6 +356,20 @@ absl::StatusOr<uint64_t> CudaExecutor::Workspace(std::shared_ptr<Storage>& buffe
   return reinterpret_cast<uint64_t>(buffer->data());
 }
 
+absl::StatusOr<jit::CudaFunction*> CudaExecutor::AloneFunction(const CompiledGraph::Kernel& kernel) {
+  absl::MutexLock lock(&kernel.alone->mu);
+  if (kernel.alone->function != nullptr) return kernel.alone->function;
+  absl::StatusOr<jit::CachedKernel> cubin = kernel_cache_->GetOrCompile(
+      codegen::AssembleSource(codegen::SourceFor(kernel.source, /*together=*/false)), CompileFlags());
+  if (!cubin.ok()) return cubin.status();
+  absl::StatusOr<jit::CudaModule*> module = modules_.GetOrLoad(*cubin);
+  if (!module.ok()) return module.status();
+  absl::StatusOr<jit::CudaFunction*> function = (*module)->GetFunction(codegen::kKernelName);
+  if (!function.ok()) return function.status();
+  kernel.alone->function = *function;
+  return *function;
+}
+
 jit::CompileOptions CudaExecutor::CompileFlags() const {
   jit::CompileOptions compile;
   compile.arch = compile_arch_.empty() ? context_.info().arch() : compile_arch_;
@@ -342,7 +380,7 @@ std::shared_future<void> CudaExecutor::CompileInBackground(const ugraph::KernelG
   std::vector<std::string> sources;
   for (size_t k = 0; k < graph.kernels.size(); ++k) {
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(graph, static_cast<int>(k));
-    if (source.ok()) sources.push_back(codegen::AssembleSource(source->source));
+    if (source.ok()) sources.push_back(codegen::AssembleSource(codegen::SourceFor(*source, /*together=*/true)));
   }
   return compile_pool_.Submit(std::move(sources), CompileFlags());
 }

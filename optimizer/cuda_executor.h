@@ -98,6 +98,8 @@ class CudaExecutor : public Executor {
   CudaExecutor(jit::CudaContext& context, std::unique_ptr<jit::KernelCache> kernel_cache,
                std::shared_ptr<Storage> error_word);
   absl::StatusOr<std::shared_ptr<const Plan>> PlanFor(const Trace& trace);
+  // A split kernel's form for the last block alone, compiled once on demand.
+  absl::StatusOr<jit::CudaFunction*> AloneFunction(const CompiledGraph::Kernel& kernel);
   // `fused`: how many searched kernels the plan runs.
   absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const Trace& trace,
                                                         const absl::flat_hash_set<const Node*>& in_place,

@@ -161,6 +161,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   int64_t step_barriers = 0, mma_warps = 0, step_threads = b.threads, flash_groups = 1;
   bool flash_groups_share_columns = false;
   bool split_together = false, inputs_before_wait = false;
+  int64_t split_cluster = 1;
   switch (b.kind) {
     case BlockKind::kPointwise:
       GeneratePointwise(e, b);
@@ -186,6 +187,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       flash_groups = tiled->flash_groups;
       flash_groups_share_columns = tiled->flash_groups_share_columns;
       split_together = tiled->split_together;
+      split_cluster = tiled->split_cluster;
       inputs_before_wait = tiled->inputs_before_wait;
       break;
     }
@@ -206,6 +208,7 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
   out.flash_groups = flash_groups;
   out.flash_groups_share_columns = flash_groups_share_columns;
   out.split_together = split_together;
+  if (split_cluster > 1) out.split_cluster[ugraph::SplitGridAxis(b)] = static_cast<unsigned>(split_cluster);
   out.inputs_before_wait = inputs_before_wait;
   out.reports_errors = GraphReportsErrors(b.epilogue);
   for (const auto& p : b.phases) out.reports_errors |= GraphReportsErrors(p.graph);
@@ -222,6 +225,11 @@ absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, in
       b.kind == BlockKind::kTiled ? "" : "  wait_for_prior_grid();  // launched early: the one before finishes first\n",
       e.code(), "}\n");
   return out;
+}
+
+std::string SourceFor(const KernelSource& source, bool together) {
+  if (!source.split_together) return source.source;
+  return absl::StrCat("#define KILN_TOGETHER ", together ? 1 : 0, "\n", source.source);
 }
 
 }  // namespace kiln::codegen

@@ -5,6 +5,7 @@
 #ifndef KILN_OPTIMIZER_CODEGEN_GENERATE_H_
 #define KILN_OPTIMIZER_CODEGEN_GENERATE_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -79,6 +80,11 @@ struct KernelSource {
   // others of its grid point. Launched otherwise (`together` 0), the last
   // block of a point combines alone.
   bool split_together = false;
+  // Where they do, the launch's thread block clusters (blocks along each
+  // launch dim; sm_90 and later; on an earlier device the blocks do not go
+  // on together): a row product's partial sums meet in the cluster's
+  // shared memory. 1 x 1 x 1: none.
+  std::array<unsigned, 3> split_cluster = {1, 1, 1};
   // Whether its blocks copy region inputs before their wait for the kernel
   // before (EmitWaitForPriorGrid): safe where that kernel is one of its
   // graph's, which itself waited for everything before the graph. The
@@ -91,6 +97,16 @@ struct KernelSource {
 
 // Unimplemented for a block graph outside what the generator supports.
 absl::StatusOr<KernelSource> GenerateKernel(const ugraph::KernelGraph& graph, int kernel);
+
+// The source of `source`'s kernel compiled for one way on of its split
+// loop's blocks (split_together): all going on (a cooperative launch,
+// `together`), or the last block alone; the other way's code left out
+// (KILN_TOGETHER). Compiled with both, the kernel takes the launch's
+// p.together, but runs slower: on an H200, MLA's decode step ran
+// 8.57-8.60 us with both ways' code, 8.20-8.27 with the together code
+// alone (hand-edited; the same instructions on its path but for a branch
+// on split_last). Other kernels: their source as it is.
+std::string SourceFor(const KernelSource& source, bool together);
 
 }  // namespace kiln::codegen
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "optimizer/codegen/thread_emitter.h"
 #include "optimizer/codegen/tiled_generator.h"
@@ -481,6 +482,15 @@ absl::Status TiledGenerator::Generate() {
   }
   const int split_axis = ugraph::SplitGridAxis(b_);
   if (split_axis >= 0) e_.Line("__shared__ bool split_last;");
+  if (split_together()) {
+    // Compiled for one way on (KILN_TOGETHER: SourceFor), the other's code
+    // left out; else both, by the launch's p.together.
+    e_.Line("#if defined(KILN_TOGETHER)");
+    e_.Line("constexpr bool together = KILN_TOGETHER;");
+    e_.Line("#else");
+    e_.Line("const bool together = p.together != 0u;");
+    e_.Line("#endif");
+  }
   DeclareBlockIndices();
   for (size_t i = 0; i < n; ++i) {
     if (offsets_[i] >= 0) e_.Linef("float* const ", Buffer(i), " = smem + ", offsets_[i], ";");
@@ -688,13 +698,43 @@ absl::Status TiledGenerator::Generate() {
     EmitDirectFlush();
   }
   if (split_axis >= 0) EmitSplitCombine(point, BlockIndex(split_axis));
-  EmitPhase(Phase::kAfter);
-  EmitStores();
-  if (split_axis >= 0 && split_together()) {
-    e_.Linef("if (threadIdx.x == ", CountOutThread(), " && p.together) split_count_out(counters + ", kSplitCounters,
+  // The rest: the split's combine, the ops after the loop and the stores.
+  const auto rest = [&] {
+    if (split_axis >= 0) EmitSplitShare(BlockIndex(split_axis));
+    EmitPhase(Phase::kAfter);
+    EmitStores();
+    if (!together_) return;
+    e_.Linef("if (threadIdx.x == ", CountOutThread(), ") split_count_out(counters + ", kSplitCounters,
              " * point, counted_out, ", b_.loop_split, "u);");
+    // No block leaves, or writes its tiles again, while its cluster's
+    // others may still read its row product's sums.
+    if (share_.cluster) e_.Line("cluster_wait();");
+  };
+  if (split_axis >= 0 && split_together()) {
+    // Twice: for the blocks that go on together (each its share) and for
+    // the last block alone, each its own code, with no branch on
+    // `together` inside: one branch, which a kernel compiled for one way
+    // on (KILN_TOGETHER) leaves out with the other way's code.
+    const std::map<int, bool> dirty = dirty_;
+    e_.Open("if (together)");
+    together_ = true;
+    rest();
+    together_ = false;
+    e_.Close();
+    const std::map<int, bool> after = std::exchange(dirty_, dirty);
+    e_.Open("else");
+    rest();
+    e_.Close();
+    // After either: a buffer written in either, linearly only where so in both.
+    for (const auto& [buffer, linear] : after) {
+      const auto it = dirty_.find(buffer);
+      dirty_[buffer] = it == dirty_.end() ? linear : it->second && linear;
+    }
+    synced_at_ = 0;  // no barrier just before
+  } else {
+    rest();
   }
-  if (split_axis >= 0) e_.Close();  // the last block's part
+  if (split_axis >= 0) e_.Close();  // the going-on blocks' part
   if (opened > 0) Sync();  // the next grid point overwrites every tile
   for (int g = 0; g < std::max(opened, 1); ++g) e_.Close();
   return absl::OkStatus();
@@ -782,6 +822,7 @@ absl::StatusOr<TiledKernel> GenerateTiled(Emitter& e, const BlockGraph& block) {
   out.flash_groups = generator.flash_groups();
   out.flash_groups_share_columns = generator.flash_groups() > 1 && generator.flash_cols_split();
   out.split_together = generator.split_together();
+  out.split_cluster = generator.split_cluster();
   out.inputs_before_wait = generator.ring_before_wait();
   // As many as shared memory and the registers the kernel needs (an
   // estimate: a cap below that would spill) allow, up to 1024 threads.

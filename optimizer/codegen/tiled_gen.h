@@ -37,6 +37,7 @@ struct TiledKernel {
   // A split loop whose blocks can share out the combine; the ring's first
   // copies before the wait for the kernel before (KernelSource).
   bool split_together = false;
+  int64_t split_cluster = 1;
   bool inputs_before_wait = false;
 };
 

@@ -51,8 +51,7 @@ class TiledGenerator {
   // the direct matmuls' sums and the copies of their vectors (and the
   // next step's scores where a flash loop issues them a step ahead).
   int64_t registers() const;
-  // Bytes a block has requested at once in a loop step: the staged loop
-  // tiles whole, one load per thread of the others.
+  // Bytes a block has requested at once in a loop step: the staged loop tiles whole, one load per thread of others.
   int64_t inflight_bytes() const;
   // How the slowest of its matmuls runs.
   MatmulPath matmul_path() const;
@@ -72,8 +71,10 @@ class TiledGenerator {
   // Whether the flash path's warps share out O's columns (FlashPlan::cols_split).
   bool flash_cols_split() const { return flash_.cols_split; }
   // Whether a split loop's blocks can share out its combine when they are
-  // all resident (p.together, a cooperative launch): see SplitShare.
+  // all resident (p.together, a cooperative launch), and in clusters of
+  // how many along the split axis (1: none): see SplitShare.
   bool split_together() const { return share_.axis >= 0; }
+  int64_t split_cluster() const { return share_.cluster ? share_.parts : 1; }
   // Whether the ring's first copies go out before the wait (PlanLayout).
   bool ring_before_wait() const { return ring_before_wait_; }
 
@@ -100,8 +101,7 @@ class TiledGenerator {
   // Issues the staged loop tiles' loads for the first step (before the
   // loop) or the next one (inside it).
   void EmitPrefetch(bool first);
-  // Whether loop input i is prefetched through registers (not the ring),
-  // and whether any is.
+  // Whether loop input i is prefetched through registers (not the ring), and whether any is.
   bool Prefetched(int i) const;
   bool RegisterPrefetch() const;
   // Whether the loop's whole steps run in a loop of their own (Generate):
@@ -273,10 +273,11 @@ class TiledGenerator {
   // innermost that varies, contiguous in the tensor, whole vectors), or -1.
   int StoreInner(const ugraph::OutputSaver& o) const;
   static int StoreWidth(DType dtype);  // elements in 16 bytes; 1 where not stored by vectors
-  // A split loop's hand-over after the loop: partial accumulators out, a
-  // counter per grid point, and the last block's sum (it then opens a
-  // block that the caller closes after the stores).
+  // A split loop's hand-over after the loop: partials out, a counter per grid point; it opens the going-on
+  // blocks' part (the caller closes it). There EmitSplitShare: the block's rows and their sums.
   void EmitSplitCombine(const std::string& point, const std::string& split);
+  void EmitSplitShare(const std::string& split);
+  bool together_ = false;  // emitting the code of blocks going on together (p.together), not the last's alone
   // The workspace's partials of the point, `mine` this block's (before the
   // flush where FlashPartialsDirect, else in EmitSplitCombine).
   void EmitSplitPartials(const std::string& point, const std::string& split);
@@ -655,8 +656,7 @@ class TiledGenerator {
   // ones, the last heads' among the last blocks. All the longest tiles first
   // instead (on an H100, causal_prefill 463.8 -> 420.0 us), the shortest last.
   bool CausalOrder() const;
-  // Declares vb0..vb2, the block's index along each launch dim, where
-  // CausalOrder.
+  // Declares vb0..vb2, the block's index along each launch dim, where CausalOrder.
   void DeclareBlockIndices();
   // Who counts a block out of a shared combine (split_leave) and frees the
   // counters (split_count_out), and whether after the gather's barrier.
@@ -772,8 +772,8 @@ class TiledGenerator {
   void PlanRowMatmul(int i);  // with the layout (its scratch); `ahead` after the split share's plan
   void EmitRowMatmul(int i);
   void EmitRowProductsAhead(const std::string& split);  // RowProductPlan::ahead, before the meeting
-  // Into array `raw`: the thread's vectors of row product i's matrix at `row` (tile), all issued at once.
-  void EmitRowMatrixLoads(int i, const std::string& row, const std::string& raw);
+  // Into array `raw`: the thread's vectors of row product i's matrix at `row` (tile), in k's run `part` ("": all).
+  void EmitRowMatrixLoads(int i, const std::string& row, const std::string& raw, const std::string& part);
   std::vector<int64_t> offsets_;     // of each tile's buffer in floats, or -1
   int64_t buffers_ = 0;              // floats of tile buffers
   int64_t scratch_ = 0;              // floats of split-K partial sums, after the buffers

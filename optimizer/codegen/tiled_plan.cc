@@ -82,12 +82,18 @@ absl::Status TiledGenerator::Plan() {
   }
   if (absl::Status s = PlanLayout(best, best_bytes); !s.ok()) return s;
   PlanSplitShare();
-  // A row product's matrix for a share of one row a block, loaded before
-  // the blocks meet where its vectors fit in 32 registers a thread.
+  // A row product's matrix for a share of one row a block (or its run of
+  // k, in a cluster), loaded before the blocks meet where its vectors fit
+  // in 32 registers a thread.
   for (size_t i = 0; i < b_.tile_ops.size(); ++i) {
     RowProductPlan& plan = row_products_[i];
     if (b_.tile_ops[i].kind != TileOp::Kind::kRowMatmul || !needed_[i]) continue;
-    plan.ahead = share_.axis >= 0 && share_.per == 1 && share_.parts == 1 &&
+    if (share_.cluster) {
+      plan.parts = share_.parts;
+      plan.run /= plan.parts;
+      plan.per_thread = (plan.run + plan.groups - 1) / plan.groups;
+    }
+    plan.ahead = share_.axis >= 0 && share_.per == 1 && (share_.parts == 1 || share_.cluster) &&
                  ShareAxisOf(tiles_[b_.tile_ops[i].args[0]]) == 0 && plan.vectors * plan.groups <= b_.threads &&
                  plan.per_thread * (plan.width > 1 ? 4 : 1) <= 32;
   }

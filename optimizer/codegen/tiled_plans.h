@@ -224,9 +224,13 @@ struct FragmentEpilogue {
 // where a warp holds whole groups (`shuffles`), then through `scratch`
 // (floats into the scratch), added in a fixed order. `ahead`: a split
 // share of one row a block, whose vectors each thread loads into registers
-// before the blocks meet (split_gather), not after the combine.
+// before the blocks meet (split_gather), not after the combine. With a
+// split share's cluster (SplitShare::cluster), k in `parts` runs of `run`
+// (per_thread counts a run's): each block of a row's cluster sums its own
+// run, and the runs' sums meet in order; the last block alone sums them
+// the same way, run by run (1 part: k whole).
 struct RowProductPlan {
-  int64_t width = 1, vectors = 0, groups = 1, per_thread = 0, scratch = -1;
+  int64_t width = 1, vectors = 0, groups = 1, per_thread = 0, scratch = -1, parts = 1, run = 0;
   bool shuffles = false, ahead = false;
 };
 
@@ -240,10 +244,20 @@ struct RowProductPlan {
 // Otherwise (a grid too large to be resident at once) the last block to
 // count in does it all, and its share is every row. Planned where all
 // after the loop is elementwise or a row product of the share's rows (a
-// share's outputs read its own rows; a row product's rows whole) and,
+// share's outputs read its own rows; a row product's rows whole, or runs
+// of them in a cluster) and,
 // in every tile the combine writes, the axis is outermost (a share is one
 // run of elements). axis -1: none (the last block only).
-struct SplitShare { int axis = -1; int64_t size = 0, per = 0, parts = 1; };
+// `cluster`: a row product after the combine, its row's `parts` blocks a
+// thread block cluster along the split axis (rank: the part), whose partial
+// products over their runs of k meet in the cluster's shared memory, each
+// block adding up its run of the columns (RowProductPlan::parts).
+inline constexpr int64_t kMaxClusterBlocks = 8;  // a portable cluster's
+struct SplitShare {
+  int axis = -1;
+  int64_t size = 0, per = 0, parts = 1;
+  bool cluster = false;
+};
 
 }  // namespace kiln::codegen::tiled_internal
 

@@ -138,11 +138,13 @@ void TiledGenerator::PlanSplitShare() {
     if (ok && size > std::max<int64_t>(1, share_.size)) share_ = SplitShare{g, size, 0, 1};
   }
   // A row product's rows must be the share's (each block multiplies the
-  // rows it combined), and whole (rows_whole: no runs of a row).
-  bool rows_whole = false;
+  // rows it combined), and whole, but for one row product whose row's
+  // blocks form a cluster (below).
+  int row_products = 0, product = -1;
   for (size_t i = 0; share_.axis >= 0 && i < b_.tile_ops.size(); ++i) {
     if (b_.tile_ops[i].kind != TileOp::Kind::kRowMatmul || !needed_[i]) continue;
-    rows_whole = true;
+    ++row_products;
+    product = static_cast<int>(i);
     if (ShareAxisOf(tiles_[b_.tile_ops[i].args[0]]) != 0) share_ = SplitShare{};
   }
   if (share_.axis < 0) return;
@@ -159,7 +161,8 @@ void TiledGenerator::PlanSplitShare() {
   for (const auto& [acc, rows] : follows) {
     if (ShareAxisOf(rows) >= 0 && ShareAxisOf(acc) < 0) share_ = SplitShare{};
   }
-  if (share_.axis < 0 || share_.per != 1 || 2 * share_.size > b_.loop_split || b_.loop_split <= 16 || rows_whole) {
+  if (share_.axis < 0 || share_.per != 1 || 2 * share_.size > b_.loop_split || b_.loop_split <= 16 ||
+      row_products > 1) {
     return;
   }
   // Fewer rows than half the blocks, and many blocks (over 16: a row's
@@ -185,9 +188,22 @@ void TiledGenerator::PlanSplitShare() {
     }
     return true;
   };
+  // With a row product, a row's blocks are a thread block cluster along
+  // the split axis (at most 8: the portable size), which its runs of k and
+  // of the columns split evenly. On an H200, MLA's decode step (16 rows,
+  // 64 blocks, W_uv after the combine) ran 8.35-8.50 us a whole row a block
+  // (64 KiB of partials on each of 16 SMs, 48 blocks idle) and 7.81-7.89 a
+  // quarter row a block in clusters of 4, hand-edited.
+  const auto clusters = [&](int64_t parts) {
+    if (product < 0) return true;
+    const TileOp& op = b_.tile_ops[product];
+    return parts <= kMaxClusterBlocks && b_.loop_split % parts == 0 && row_products_[product].groups > 1 &&
+           tiles_[op.args[0]].axes[1].size % parts == 0 && tiles_[op.args[1]].axes[2].size % parts == 0;
+  };
   for (int64_t parts = b_.loop_split / share_.size; parts > 1 && share_.parts == 1; --parts) {
-    if (even(parts)) share_.parts = parts;
+    if (even(parts) && clusters(parts)) share_.parts = parts;
   }
+  share_.cluster = product >= 0 && share_.parts > 1;  // else a whole row a block
 }
 
 bool TiledGenerator::CountOutAfterBarrier() const {
@@ -221,7 +237,8 @@ std::pair<std::string, std::string> TiledGenerator::ShareRange(const TileInfo& t
     // A run of the block's row (none where the block has no row).
     const int64_t run = stride / share_.parts;
     const std::string lo = absl::StrCat("split_lo * ", stride, " + split_part * ", run);
-    return {lo, absl::StrCat("(p.together ? ", lo, " + (split_hi - split_lo) * ", run, " : split_hi * ", stride, ")")};
+    if (together_) return {lo, absl::StrCat(lo, " + (split_hi - split_lo) * ", run)};
+    return {lo, absl::StrCat("split_hi * ", stride)};
   }
   if (stride == 1) return {"split_lo", "split_hi"};
   return {absl::StrCat("split_lo * ", stride), absl::StrCat("split_hi * ", stride)};
@@ -334,7 +351,7 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     // maxes queued behind it (on an H200, mla_decode 10.23/10.20 ->
     // 10.12/10.12 us); with few, by thread 0 as it leaves (gqa_bs1 7.47/7.47
     // against 7.56/7.52 from the last warp).
-    e_.Linef("if (threadIdx.x == 0) split_last = p.together ? (split_gather(", counter, ", ", b_.loop_split, "u), ",
+    e_.Linef("if (threadIdx.x == 0) split_last = together ? (split_gather(", counter, ", ", b_.loop_split, "u), ",
              CountOutAfterBarrier() ? "" : absl::StrCat("counted_out = split_leave(", counter, "), "),
              "true) : split_arrive(", counter, ") == ", b_.loop_split - 1, "u;");
   } else {
@@ -342,23 +359,31 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   }
   Sync();
   if (share_.axis >= 0 && CountOutAfterBarrier()) {
-    e_.Linef("if (p.together && threadIdx.x == ", CountOutThread(), ") counted_out = split_leave(", counter,
+    e_.Linef("if (together && threadIdx.x == ", CountOutThread(), ") counted_out = split_leave(", counter,
              ");  // the last warp's: the first read the maxes");
   }
   e_.Open("if (split_last)");
-  if (share_.axis >= 0) {
+}
+
+void TiledGenerator::EmitSplitShare(const std::string& split) {
+  const int64_t floats = ugraph::SplitFloatsPerBlock(b_, tiles_);
+  const std::vector<std::pair<int, int64_t>> accumulators = SplitAccumulators();
+  if (share_.axis >= 0 && together_) {
     const int64_t per = share_.per;
-    e_.Linef("// the rows (grid axis ", share_.axis, "'s tile) this block combines and stores: all for the last block; "
-             "its share where every block goes on (p.together)", share_.parts > 1 ? ", a run of a row's elements" : "");
+    e_.Linef("// the rows (grid axis ", share_.axis, "'s tile) this block combines and stores: its share",
+             share_.parts > 1 ? ", a run of a row's elements" : "");
     if (share_.parts > 1) {
-      e_.Linef("const int split_part = p.together ? static_cast<int>(", split, ") % ", share_.parts, " : 0;");
-      e_.Linef("const int split_lo = p.together ? min(", share_.size, ", static_cast<int>(", split, ") / ",
-               share_.parts, " * ", per, ") : 0;");
+      e_.Linef("const int split_part = static_cast<int>(", split, ") % ", share_.parts, ";");
+      e_.Linef("const int split_lo = min(", share_.size, ", static_cast<int>(", split, ") / ", share_.parts, " * ",
+               per, ");");
     } else {
-      e_.Linef("const int split_lo = p.together ? min(", share_.size, ", static_cast<int>(", split, ") * ", per,
-               ") : 0;");
+      e_.Linef("const int split_lo = min(", share_.size, ", static_cast<int>(", split, ") * ", per, ");");
     }
-    e_.Linef("const int split_hi = p.together ? min(", share_.size, ", split_lo + ", per, ") : ", share_.size, ";");
+    e_.Linef("const int split_hi = min(", share_.size, ", split_lo + ", per, ");");
+  } else if (share_.axis >= 0) {
+    e_.Line("// every row: the last block alone combines and stores them");
+    if (share_.parts > 1) e_.Line("const int split_part = 0;");
+    e_.Linef("const int split_lo = 0, split_hi = ", share_.size, ";");
   }
   // Sums taken against running maxes are first brought to the max of the
   // blocks' (FlashDecoding's combine).
@@ -372,8 +397,7 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
   // Every block of the point has counted: the counter is free for the next
   // launch (where every block goes on, the last out frees both at the end
   // of its part: split_count_out, after the stores).
-  e_.Linef("if (threadIdx.x == 0", share_.axis >= 0 ? " && !p.together" : "", ") counters[", kSplitCounters,
-           " * point] = 0u;");
+  if (!together_) e_.Linef("if (threadIdx.x == 0) counters[", kSplitCounters, " * point] = 0u;");
 }
 
 void TiledGenerator::EmitCombineAcrossWarps(int i, int64_t offset, int64_t floats, int width, int64_t group) {
@@ -467,7 +491,7 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   const int64_t per_lane = (b_.loop_split + group - 1) / group;
   const bool early = loads_ahead(i, group, width);
   if (ahead) {
-    if (!early) return;
+    if (!early || !together_) return;
     const auto [lo, hi] = ShareRange(tiles_[i]);
     // A group's lanes a warp's run of vectors (its loads whole lines of one
     // block's partials), the groups in turn (CombineAcrossWarps).
@@ -475,7 +499,7 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
     e_.Linef("// x", i, "'s partials, loaded under the maxes' pass: a vector a lane at most");
     e_.Linef(width == 4 ? "float4" : "float", " ahead", i, "[", per_lane, "];");
     e_.Linef("const int la", i, " = ", SpanFirst(lo, span, width), ";");
-    e_.Open(absl::StrCat("if (p.together && la", i, " < ", hi, ")"));
+    e_.Open(absl::StrCat("if (la", i, " < ", hi, ")"));
     e_.Line("#pragma unroll");
     e_.Open(absl::StrCat("for (int k = 0; k < ", per_lane, "; ++k)"));
     e_.Linef("const int q = threadIdx.x / ", span, " + k * ", group, ";");
@@ -488,26 +512,21 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
   }
   if (group == 1) {
     EmitCombineVectors(i, offset, floats, width, 1);
-  } else {
-    e_.Open("if (p.together)");
-    if (early) {
-      // The scratch is free once an earlier accumulator's tree has read it.
-      bool after_another = false;
-      for (const auto& [j, at] : SplitAccumulators()) {
-        if (j == i) break;
-        int w = 1;
-        const int64_t g = CombineGroup(j, at, floats, &w);
-        after_another = after_another || (!SplitRowSum(j) && loads_ahead(j, g, w));
-      }
-      if (after_another) Sync();
-      EmitCombineAcrossWarps(i, offset, floats, width, group);
-    } else {
-      EmitCombineVectors(i, offset, floats, width, group);
+  } else if (!together_) {
+    EmitCombineVectors(i, offset, floats, width, -group);  // the last block: one thread the group's lanes
+  } else if (early) {
+    // The scratch is free once an earlier accumulator's tree has read it.
+    bool after_another = false;
+    for (const auto& [j, at] : SplitAccumulators()) {
+      if (j == i) break;
+      int w = 1;
+      const int64_t g = CombineGroup(j, at, floats, &w);
+      after_another = after_another || (!SplitRowSum(j) && loads_ahead(j, g, w));
     }
-    e_.Close();
-    e_.Open("else");
-    EmitCombineVectors(i, offset, floats, width, -group);
-    e_.Close();
+    if (after_another) Sync();
+    EmitCombineAcrossWarps(i, offset, floats, width, group);
+  } else {
+    EmitCombineVectors(i, offset, floats, width, group);
   }
   // Four elements a thread, a group's, or a share: not the linear loop's
   // (OpenLinear) mapping.

@@ -41,6 +41,28 @@ extern "C" __global__ void big_shared(float* out, int n) {
   }
 }
 
+// Each block keeps its index in shared memory and, after its cluster's
+// barrier, reads the next block's of the cluster (rank + 1, wrapping)
+// from that block's shared memory.
+extern "C" __global__ void cluster_neighbour(int* out) {
+#if __CUDA_ARCH__ >= 900
+  __shared__ int mine;
+  if (threadIdx.x == 0) mine = blockIdx.x;
+  unsigned rank, size;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  if (threadIdx.x == 0) {
+    const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(&mine));
+    unsigned remote;
+    int theirs;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"((rank + 1) % size));
+    asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(theirs) : "r"(remote) : "memory");
+    out[blockIdx.x] = theirs;
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
 extern "C" __global__ void spin(long long cycles, int* out) {
   const long long start = clock64();
   while (clock64() - start < cycles) {
@@ -235,6 +257,48 @@ TEST_F(GpuRuntime, LaunchWritesEveryElement) {
   ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
   for (int i = 0; i < kN; ++i) ASSERT_EQ(back[i], 2 * i) << "element " << i;
   EXPECT_EQ(back[kN], -1);
+}
+
+// Blocks launched in clusters (sm_90 and later) read one another's shared
+// memory, cooperatively too (a split loop's row product: see
+// KernelSource::split_cluster); ResidentBlocks counts whole clusters, and
+// a grid the clusters do not divide is a clear error.
+TEST_F(GpuRuntime, ClusterLaunchReadsAnotherBlocksSharedMemory) {
+  std::unique_ptr<CudaModule> module = LoadKernels();
+  ASSERT_NE(module, nullptr);
+  CudaFunction* neighbour = *module->GetFunction("cluster_neighbour");
+  constexpr int kBlocks = 16;
+  std::shared_ptr<Storage> out = Allocate(kBlocks * sizeof(int));
+  CUdeviceptr ptr = DevicePointer(*out);
+  void* args[] = {&ptr};
+  LaunchConfig config;
+  config.block.x = 64;
+  config.grid.x = kBlocks;
+  config.cluster.x = 4;
+  if (context_->info().compute_major < 9) {
+    const absl::Status status = context_->Launch(*neighbour, config, args);
+    EXPECT_THAT(status.message(), HasSubstr("need sm_90 or later"));
+    EXPECT_EQ(*context_->ResidentBlocks(*neighbour, 64, 0, config.cluster), 0);
+    GTEST_SKIP() << "clusters need sm_90 or later; " << context_->info().ToString();
+  }
+  absl::StatusOr<int64_t> resident = context_->ResidentBlocks(*neighbour, 64, 0, config.cluster);
+  ASSERT_TRUE(resident.ok()) << resident.status();
+  EXPECT_GE(*resident, kBlocks);
+  EXPECT_EQ(*resident % 4, 0);
+  for (const bool cooperative : {false, true}) {
+    ASSERT_TRUE(context_->Memset(ptr, 0xFF, kBlocks * sizeof(int)).ok());
+    config.cooperative = cooperative;
+    const absl::Status launched = context_->Launch(*neighbour, config, args);
+    ASSERT_TRUE(launched.ok()) << launched;
+    std::vector<int> back(kBlocks);
+    ASSERT_TRUE(context_->CopyDeviceToHost(back.data(), ptr, back.size() * sizeof(int)).ok());
+    for (int b = 0; b < kBlocks; ++b) EXPECT_EQ(back[b], b / 4 * 4 + (b + 1) % 4) << "block " << b;
+  }
+  config.grid.x = kBlocks + 2;
+  const absl::Status status = context_->Launch(*neighbour, config, args);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("clusters of 4x1x1"));
+  EXPECT_TRUE(context_->Synchronize().ok());
 }
 
 // A cooperative launch (split loops whose blocks wait for one another)

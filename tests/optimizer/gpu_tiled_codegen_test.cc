@@ -20,6 +20,7 @@
 #include "optimizer/search/superoptimize.h"
 #include "optimizer/ugraph_validate.h"
 #include "tensor/convert.h"
+#include "tests/optimizer/search/schedule_spread.h"
 #include "tests/optimizer/tiled_graphs.h"
 #include "tests/test_util.h"
 
@@ -78,8 +79,9 @@ class GpuTiledCodegen : public ::testing::Test {
 
   // A compiled kernel, its buffers and its launch, ready to go.
   struct Prepared {
-    std::unique_ptr<jit::CudaModule> module;
-    jit::CudaFunction* function = nullptr;
+    std::unique_ptr<jit::CudaModule> modules[2];  // by `together` (SourceFor)
+    jit::CudaFunction* functions[2] = {};
+    jit::CudaFunction* function = nullptr;  // the last block alone's (functions[0])
     std::vector<std::shared_ptr<Storage>> buffers;
     std::vector<int64_t> counts;
     // { char* t[]; long long s[]; int* err; char* ws; unsigned* counters; unsigned together; }
@@ -87,8 +89,9 @@ class GpuTiledCodegen : public ::testing::Test {
     std::shared_ptr<Storage> workspace, counters;
     jit::LaunchConfig config;
     // A split loop that can share out its combine, and whether its grid fits
-    // on the device at once (a cooperative launch).
+    // on the device at once (a cooperative launch), in `cluster`'s clusters.
     bool together = false;
+    jit::Dim3 cluster;
   };
 
   // Compiles the graph's kernel and uploads `inputs` (f32 values by tensor
@@ -101,11 +104,19 @@ class GpuTiledCodegen : public ::testing::Test {
     KILN_JIT_ASSIGN_OR_RETURN(codegen::KernelSource source, codegen::GenerateKernel(graph, 0));
     jit::CompileOptions options;
     options.arch = context_->info().arch();
-    KILN_JIT_ASSIGN_OR_RETURN(std::string cubin,
-                              jit::CompileToCubin(*nvrtc_, codegen::AssembleSource(source.source), options));
+    // As the executor compiles it: for the last block alone and, where its
+    // split loop can share out its combine, for every block going on
+    // (codegen::SourceFor; the same source when it cannot).
     Prepared p;
-    KILN_JIT_ASSIGN_OR_RETURN(p.module, context_->LoadModule(cubin));
-    KILN_JIT_ASSIGN_OR_RETURN(p.function, p.module->GetFunction(codegen::kKernelName));
+    for (const bool together : {false, true}) {
+      if (together && !source.split_together) break;
+      KILN_JIT_ASSIGN_OR_RETURN(
+          std::string cubin,
+          jit::CompileToCubin(*nvrtc_, codegen::AssembleSource(codegen::SourceFor(source, together)), options));
+      KILN_JIT_ASSIGN_OR_RETURN(p.modules[together], context_->LoadModule(cubin));
+      KILN_JIT_ASSIGN_OR_RETURN(p.functions[together], p.modules[together]->GetFunction(codegen::kKernelName));
+    }
+    p.function = p.functions[false];
     p.buffers.resize(graph.tensors.size());
     p.counts.resize(graph.tensors.size());
     for (const ugraph::DTensor& t : graph.tensors) {
@@ -157,9 +168,11 @@ class GpuTiledCodegen : public ::testing::Test {
       // Partial sums that look like counts must not matter.
       KILN_JIT_RETURN_IF_ERROR(context_->Memset(workspace, 0x01, points * source.workspace_bytes_per_point));
       KILN_JIT_RETURN_IF_ERROR(context_->Memset(counters, 0, counter_bytes));
+      p.cluster = {source.split_cluster[0], source.split_cluster[1], source.split_cluster[2]};
       if (source.split_together) {
-        KILN_JIT_ASSIGN_OR_RETURN(const int64_t resident,
-                                  context_->ResidentBlocks(*p.function, source.threads, p.config.dynamic_shared_bytes));
+        KILN_JIT_ASSIGN_OR_RETURN(const int64_t resident, context_->ResidentBlocks(*p.functions[true], source.threads,
+                                                                                   p.config.dynamic_shared_bytes,
+                                                                                   p.cluster));
         p.together = int64_t{p.config.grid.x} * p.config.grid.y * p.config.grid.z <= resident;
       }
     }
@@ -173,9 +186,10 @@ class GpuTiledCodegen : public ::testing::Test {
   // sharing out the combine.
   absl::Status Launch(Prepared& p, bool together = false) {
     p.config.cooperative = together;
+    p.config.cluster = together ? p.cluster : jit::Dim3{};
     p.params.back() = together ? 1 : 0;
     void* args[] = {p.params.data()};
-    return context_->Launch(*p.function, p.config, args);
+    return context_->Launch(*(together ? p.functions[true] : p.function), p.config, args);
   }
 
   // Runs the kernel twice, the output poisoned before each (a split loop
@@ -225,6 +239,7 @@ class GpuTiledCodegen : public ::testing::Test {
       }
       KILN_JIT_RETURN_IF_ERROR(counters_zero());
       ++together_runs_;
+      cluster_runs_ += uint64_t{p.cluster.x} * p.cluster.y * p.cluster.z > 1;
     }
     std::vector<float> out(p.counts[output]);
     ConvertElements(dtype, stored.data(), DType::kF32, out.data(), p.counts[output]);
@@ -258,6 +273,7 @@ class GpuTiledCodegen : public ::testing::Test {
   std::unique_ptr<jit::CudaContext> context_;
   const jit::NvrtcApi* nvrtc_ = nullptr;
   int together_runs_ = 0;  // Runs that compared the shared-out combine with the last block's
+  int cluster_runs_ = 0;   // of them, in thread block clusters (KernelSource::split_cluster)
   int one_point_runs_ = 0;  // Runs that compared one grid point a block with the grid-stride loop
 };
 
@@ -490,18 +506,29 @@ TEST_F(GpuTiledCodegen, LoraMatchesACpuLoop) {
 // head's row of P C times the head's matrix (TileOp::kRowMatmul, the
 // search's FuseRowProduct), as a kernel of its own: t = q W_uk^T, C and
 // W_uv in. Run by the last block's combine and, where the grid fits, by
-// every block's share (each a row, its W_uv loaded before the meeting),
-// the same to the bit; both against a CPU loop. Odd shapes: 17 columns (no
-// 16-byte vectors, no shuffles), 2 and 3 heads, 17, 127 and 4097 keys.
+// every block's share, the same to the bit; both against a CPU loop. The
+// search prefers a row's blocks in a cluster (each a run of the row and of
+// k, W_uv's run loaded before the meeting, the runs' sums read from the
+// cluster's shared memory), where a shape allows one: at 4096 and 4097
+// keys (16 heads, 64 blocks: clusters of 4), 13 heads (52 of the 64 blocks
+// have a row; the rest make clusters with none) and W_uv's 6 columns
+// (clusters of 2). Else a row a block: 17 columns (no 16-byte vectors, no
+// shuffles), 2 and 3 heads, 17 and 127 keys.
 TEST_F(GpuTiledCodegen, MlaAttentionWithItsRowProductMatchesACpuLoop) {
-  const int before = together_runs_;
-  for (const auto& [h, latent, d, keys] : std::vector<std::array<int64_t, 4>>{
-           {16, 256, 64, 4096}, {3, 48, 17, 127}, {2, 64, 32, 17}, {16, 256, 64, 4097}}) {
+  const int before = together_runs_, clustered = cluster_runs_;
+  for (const auto& [h, latent, d, keys] : std::vector<std::array<int64_t, 4>>{{16, 256, 64, 4096},
+                                                                             {3, 48, 17, 127},
+                                                                             {2, 64, 32, 17},
+                                                                             {16, 256, 64, 4097},
+                                                                             {13, 128, 16, 1000},
+                                                                             {16, 256, 6, 4096}}) {
     SCOPED_TRACE(absl::StrCat(h, "x", latent, "x", d, "x", keys));
     const search::FusedCase c = search::MlaCase(h, latent, d, keys);
     search::SearchOptions options;
+    options.time_top = 64;
     options.time_graph = [](const KernelGraph& g) -> absl::StatusOr<double> {
-      return g.kernels.size() == 2 ? 1.0 : 2.0;
+      if (g.kernels.size() != 2) return 3.0;
+      return search::ClusterFastest(g);
     };
     const search::SearchResult r = ValueOrFail(search::Superoptimize(c.region, options));
     ASSERT_TRUE(r.graph.has_value() && r.graph->kernels.size() == 2u) << r.report.ToString();
@@ -535,7 +562,8 @@ TEST_F(GpuTiledCodegen, MlaAttentionWithItsRowProductMatchesACpuLoop) {
     }
     EXPECT_TRUE(testing::AllClose(*out, Stored(DType::kF16, expected), 1e-2, 1e-2));
   }
-  EXPECT_GE(together_runs_ - before, 2) << "the combine shared out, each block's row times its W_uv";
+  EXPECT_GE(together_runs_ - before, 4) << "the combine shared out, each block's row times its W_uv";
+  EXPECT_GE(cluster_runs_ - clustered, 4) << "a row's blocks in a cluster";
 }
 
 // Not a pass/fail test: how close decode-shaped kernels come to memory

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optimizer/codegen/generate.h"
@@ -76,7 +79,8 @@ TEST(TiledCodegen, ASplitLoopHandsItsAccumulatorsToTheLastBlock) {
 // Launched with every block resident (p.together), a split loop's blocks
 // wait for one another and each combines and stores its own share of the
 // grid point's rows, here 16 of the 64 columns; the last block's combine
-// stays for a grid too large for that.
+// stays for a grid too large for that. The two ways on are two branches
+// on `together`, which a compile for one way on fixes (SourceFor).
 TEST(TiledCodegen, ASplitLoopSharesOutItsCombineWhenEveryBlockIsResident) {
   const KernelGraph graph = RmsNormLinear(DType::kF16, 1, 4096, 4096, {.m = 1, .k = 64, .n = 64, .split = 4});
   absl::StatusOr<codegen::KernelSource> source = Generate(graph);
@@ -84,19 +88,24 @@ TEST(TiledCodegen, ASplitLoopSharesOutItsCombineWhenEveryBlockIsResident) {
   EXPECT_TRUE(source->split_together);
   const std::string& code = source->source;
   EXPECT_THAT(code, ::testing::HasSubstr("unsigned together;"));
-  EXPECT_THAT(code, ::testing::HasSubstr("split_last = p.together ? (split_gather(counters + 2 * point, 4u), "
+  EXPECT_THAT(code, ::testing::HasSubstr("const bool together = p.together != 0u;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("constexpr bool together = KILN_TOGETHER;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("split_last = together ? (split_gather(counters + 2 * point, 4u), "
                                          "counted_out = split_leave(counters + 2 * point), true) : "
                                          "split_arrive(counters + 2 * point) == 3u;"));
+  const size_t together = code.find("if (together) {"), alone = code.find("else {", together);
+  ASSERT_NE(together, std::string::npos) << code;
+  ASSERT_NE(alone, std::string::npos) << code;
   // The count out's round trip runs under the combine: its value is read
   // after the stores, where the last out frees the counters.
-  const size_t stores = code.rfind("store_f16(");
-  const size_t count_out = code.find("if (threadIdx.x == 0 && p.together) split_count_out(counters + 2 * point, "
-                                     "counted_out, 4u);");
+  const size_t stores = code.rfind("store_f16(", alone);
+  const size_t count_out = code.find("if (threadIdx.x == 0) split_count_out(counters + 2 * point, counted_out, 4u);");
   ASSERT_NE(count_out, std::string::npos) << code;
   EXPECT_LT(stores, count_out);
-  EXPECT_THAT(code,
-              ::testing::HasSubstr("const int split_lo = p.together ? min(64, static_cast<int>(blockIdx.z) * 16) : 0;"));
-  EXPECT_THAT(code, ::testing::HasSubstr("const int split_hi = p.together ? min(64, split_lo + 16) : 64;"));
+  EXPECT_LT(count_out, alone);
+  EXPECT_THAT(code, ::testing::HasSubstr("const int split_lo = min(64, static_cast<int>(blockIdx.z) * 16);"));
+  EXPECT_THAT(code, ::testing::HasSubstr("const int split_hi = min(64, split_lo + 16);"));
+  EXPECT_THAT(code.substr(alone), ::testing::HasSubstr("const int split_lo = 0, split_hi = 64;"));
   // The combine and the stores walk the share alone.
   const size_t combine = code.find("const int split_hi");
   ASSERT_NE(combine, std::string::npos) << code;
@@ -107,13 +116,30 @@ TEST(TiledCodegen, ASplitLoopSharesOutItsCombineWhenEveryBlockIsResident) {
   EXPECT_NE(code.rfind("for (int l = split_lo + threadIdx.x; l < split_hi; l += 256)", store), std::string::npos)
       << code;
   // Where the blocks do not go on together, the last block zeroes the count in.
-  EXPECT_THAT(code, ::testing::HasSubstr("if (threadIdx.x == 0 && !p.together) counters[2 * point] = 0u;"));
+  EXPECT_THAT(code.substr(alone), ::testing::HasSubstr("if (threadIdx.x == 0) counters[2 * point] = 0u;"));
+  EXPECT_EQ(code.substr(together, alone - together).find("counters[2 * point] = 0u;"), std::string::npos) << code;
   ExpectCompiles(graph);
+  // The executor compiles it for one way on at a time (SourceFor): each
+  // form fixes `together`, and compiles.
+  for (const bool way : {true, false}) {
+    const std::string form = codegen::SourceFor(*source, way);
+    EXPECT_EQ(form, absl::StrCat("#define KILN_TOGETHER ", way ? 1 : 0, "\n", code));
+    absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+    if (!nvrtc.ok()) continue;
+    jit::CompileOptions options;
+    options.arch = "sm_90";
+    absl::StatusOr<std::string> cubin = jit::CompileToCubin(**nvrtc, codegen::AssembleSource(form), options);
+    EXPECT_TRUE(cubin.ok()) << cubin.status();
+  }
 
   // After LoRA's loop, (X @ A) @ B takes every row of X @ A: the last block
-  // combines alone.
+  // combines alone, its source the same for either way.
   absl::StatusOr<codegen::KernelSource> lora = Generate(Lora(DType::kF16, 4, 4096, 4096, 16, {.split = 2}));
   ASSERT_TRUE(lora.ok()) << lora.status();
+  EXPECT_EQ(codegen::SourceFor(*lora, true), lora->source);
+  const size_t param = lora->source.find("unsigned together;");
+  ASSERT_NE(param, std::string::npos);
+  EXPECT_EQ(lora->source.find("together", param + 18), std::string::npos) << lora->source;  // Params' field alone
   EXPECT_FALSE(lora->split_together);
   EXPECT_THAT(lora->source, ::testing::Not(::testing::HasSubstr("p.together ?")));
 }
@@ -127,16 +153,15 @@ TEST(TiledCodegen, ManyBlocksCountOutFromTheLastWarp) {
   ASSERT_TRUE(source.ok()) << source.status();
   ASSERT_TRUE(source->split_together);
   const std::string& code = source->source;
-  EXPECT_THAT(code, ::testing::HasSubstr("split_last = p.together ? (split_gather(counters + 2 * point, 32u), true) "
+  EXPECT_THAT(code, ::testing::HasSubstr("split_last = together ? (split_gather(counters + 2 * point, 32u), true) "
                                          ": split_arrive(counters + 2 * point) == 31u;"));
   const size_t gather = code.find("split_gather(");
-  const size_t leave = code.find("if (p.together && threadIdx.x == 224) counted_out = split_leave(counters + 2 * point);");
+  const size_t leave = code.find("if (together && threadIdx.x == 224) counted_out = split_leave(counters + 2 * point);");
   ASSERT_NE(leave, std::string::npos) << code;
   EXPECT_NE(code.substr(gather, leave - gather).find("__syncthreads();"), std::string::npos) << code;
-  const size_t count_out = code.find("if (threadIdx.x == 224 && p.together) split_count_out(counters + 2 * point, "
-                                     "counted_out, 32u);");
+  const size_t count_out = code.find("if (threadIdx.x == 224) split_count_out(counters + 2 * point, counted_out, 32u);");
   ASSERT_NE(count_out, std::string::npos) << code;
-  EXPECT_LT(code.rfind("store_f16("), count_out);
+  EXPECT_LT(code.rfind("store_f16(", count_out), count_out);
   ExpectCompiles(graph);
 }
 
@@ -152,12 +177,11 @@ TEST(TiledCodegen, FewRowsAreSharedOutInRunsOfARow) {
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_TRUE(source->split_together);
   const std::string& code = source->source;
-  EXPECT_THAT(code, ::testing::HasSubstr("const int split_part = p.together ? static_cast<int>(blockIdx.z) % 4 : 0;"));
-  EXPECT_THAT(code, ::testing::HasSubstr(
-                        "const int split_lo = p.together ? min(16, static_cast<int>(blockIdx.z) / 4 * 1) : 0;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("const int split_part = static_cast<int>(blockIdx.z) % 4;"));
+  EXPECT_THAT(code, ::testing::HasSubstr("const int split_lo = min(16, static_cast<int>(blockIdx.z) / 4 * 1);"));
   EXPECT_THAT(code, ::testing::HasSubstr("split_lo * 64 + split_part * 16"));
   const size_t ahead = code.find("'s partials, loaded under the maxes' pass");
-  const size_t combine = code.find("if (p.together)", ahead);
+  const size_t combine = code.find("the thread's blocks: g, g + 16", ahead);
   ASSERT_NE(ahead, std::string::npos) << code;
   EXPECT_LT(code.find("const int split_hi"), ahead);
   EXPECT_NE(combine, std::string::npos);

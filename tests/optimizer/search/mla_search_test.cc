@@ -6,9 +6,11 @@
 // applies W_uv after the loop, so K and V are never formed, let alone
 // written to device memory. All on the CPU.
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <regex>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -271,6 +273,61 @@ TEST(MlaSearch, AGroupOfWarpsSharesOutTheScoresAtAStepABlock) {
   if (!nvrtc.ok()) GTEST_SKIP() << nvrtc.status();
   ExpectCompilesForHopper(**nvrtc, shared);
   ExpectCompilesForHopper(**nvrtc, kept);
+}
+
+// At the bench's shape, 16 heads over 64 blocks: each head's 4 blocks make
+// a thread block cluster along the split axis (KernelSource::split_cluster).
+// Each combines a quarter of its head's row, multiplies it by its quarter
+// of W_uv's rows (loaded before the meeting) and reads the cluster's
+// others' sums from their shared memory for its quarter of the output
+// columns; no block leaves before its cluster is done reading. The last
+// block alone (no cooperative launch) adds the same quarters in the same
+// order. Other shapes: W_uv's 6 columns in halves (clusters of 2); 17
+// columns split no way (a whole row a block, no cluster). All compile.
+TEST(MlaSearch, ARowsBlocksMakeAClusterThatSharesOutItsRowProduct) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  for (const auto& [shape, blocks] : std::vector<std::pair<std::array<int64_t, 4>, int64_t>>{
+           {{16, 256, 64, 4096}, 4}, {{16, 256, 6, 4096}, 2}, {{16, 256, 17, 4096}, 1}}) {
+    const auto [h, latent, d, keys] = shape;
+    SCOPED_TRACE(absl::StrCat(h, "x", latent, "x", d, "x", keys));
+    const FusedCase c = MlaCase(h, latent, d, keys);
+    SearchOptions options;
+    options.time_top = 64;
+    options.time_graph = ClusterFastest;
+    const SearchResult r = ValueOrFail(Superoptimize(c.region, options));
+    ASSERT_TRUE(r.graph.has_value()) << r.report.ToString();
+    ASSERT_EQ(r.graph->kernels.size(), 2u) << r.report.chosen_text;
+    const codegen::KernelSource k = ValueOrFail(codegen::GenerateKernel(*r.graph, 1));
+    EXPECT_EQ(ClusterBlocks(k), blocks) << k.source;
+    const std::string& code = k.source;
+    if (blocks == 1) {
+      EXPECT_EQ(code.find("cluster_"), std::string::npos) << code;
+    } else {
+      const int split = ugraph::SplitGridAxis(r.graph->kernels[1].block);
+      ASSERT_GE(split, 0);
+      EXPECT_EQ(k.split_cluster[split], static_cast<unsigned>(blocks));
+      const std::string b = std::string("blockIdx.") + "xyz"[split];
+      EXPECT_NE(code.find(absl::StrCat("const int rp = static_cast<int>(", b, ") % ", blocks, ";")), std::string::npos)
+          << code;
+      EXPECT_NE(code.find(absl::StrCat("const int split_part = static_cast<int>(", b, ") % ", blocks, ";")),
+                std::string::npos)
+          << code;
+      const size_t meet = code.find("split_gather("), arrive = code.find("cluster_arrive();", meet);
+      ASSERT_NE(arrive, std::string::npos) << code;
+      EXPECT_LT(code.find("its loads under the blocks' meeting"), meet) << code;
+      EXPECT_NE(code.find(absl::StrCat("for (int q = 0; q < ", blocks, "; ++q) s += cluster_load(x"), arrive),
+                std::string::npos)
+          << code;
+      // The last block: the runs in turn, each added to those before.
+      EXPECT_NE(code.find(absl::StrCat("for (int rp = 0; rp < ", blocks, "; ++rp)")), std::string::npos) << code;
+      EXPECT_NE(code.find("(rp == 0 ? 0.0f : x"), std::string::npos) << code;
+      const size_t count_out = code.find("split_count_out("), wait = code.find("if (p.together) cluster_wait();");
+      EXPECT_LT(code.rfind("store_f16(", wait), wait) << code;
+      EXPECT_LT(count_out, wait) << code;
+    }
+    if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, k);
+  }
+  if (!nvrtc.ok()) GTEST_SKIP() << nvrtc.status();
 }
 
 // seed_attention's shape over 256 keys (4 steps a block, kRingFirstSteps):

@@ -103,15 +103,33 @@ inline std::vector<VariantKernel> KernelsOfVariants(const Region& region, const 
   return KernelsOf(region, found, ScheduleVariants(region, found.schedule));
 }
 
-// A timer (SearchOptions::time_graph) under which a graph with a kernel
-// whose warps share out its scores within their group
-// (FlashPlan::scores_shared) runs fastest.
-inline absl::StatusOr<double> SharedScoresFastest(const ugraph::KernelGraph& g) {
+// 1 where a kernel of `g` generates a source that `wins`, else 2: a timer
+// (SearchOptions::time_graph) under which such graphs run fastest.
+inline double FastestWhere(const ugraph::KernelGraph& g,
+                           const std::function<bool(const codegen::KernelSource&)>& wins) {
   for (size_t k = 0; k < g.kernels.size(); ++k) {
     absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(g, static_cast<int>(k));
-    if (source.ok() && source->source.find("sync_warps(1 + kg,") != std::string::npos) return 1.0;
+    if (source.ok() && wins(*source)) return 1.0;
   }
   return 2.0;
+}
+
+// A timer under which a graph with a kernel whose warps share out its
+// scores within their group (FlashPlan::scores_shared) runs fastest.
+inline absl::StatusOr<double> SharedScoresFastest(const ugraph::KernelGraph& g) {
+  return FastestWhere(
+      g, [](const codegen::KernelSource& s) { return s.source.find("sync_warps(1 + kg,") != std::string::npos; });
+}
+
+// The blocks a kernel's clusters hold (KernelSource::split_cluster).
+inline int64_t ClusterBlocks(const codegen::KernelSource& s) {
+  return int64_t{s.split_cluster[0]} * s.split_cluster[1] * s.split_cluster[2];
+}
+
+// A timer under which a graph with a kernel whose row product's blocks
+// make clusters runs fastest.
+inline absl::StatusOr<double> ClusterFastest(const ugraph::KernelGraph& g) {
+  return FastestWhere(g, [](const codegen::KernelSource& s) { return ClusterBlocks(s) > 1; });
 }
 
 // How many of `sources` contain `text`.
