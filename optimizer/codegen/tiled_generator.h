@@ -1,6 +1,6 @@
 // The code generator for graph-defined blocks, shared by its source files:
-// tiled_gen.cc (the tile ops, phases and the loop), tiled_plan.cc (layout and
-// planning), tiled_load.cc (reading input tiles), tiled_matmul.cc,
+// tiled_gen.cc (the tile ops, phases and the loop), tiled_causal.cc (causal masks' loop ends and launch order),
+// tiled_plan.cc (layout and planning), tiled_load.cc (reading input tiles), tiled_matmul.cc,
 // tiled_direct.cc and tiled_dot.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc (attention's
 // scores, softmax and P@V in registers; Hopper's products and their pipeline),
 // tiled_fragment_epilogue.cc (outputs computed from tensor-core fragments),

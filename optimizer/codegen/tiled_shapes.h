@@ -18,6 +18,10 @@ namespace kiln::codegen::tiled_internal {
 using ugraph::TileAxis;
 using ugraph::TileInfo;
 
+// A launch dim's block index and block count, as code.
+inline constexpr const char* kBlockIdx[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+inline constexpr const char* kGridDim[3] = {"gridDim.x", "gridDim.y", "gridDim.z"};
+
 inline bool IsFloatStorage(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
