@@ -449,11 +449,11 @@ void TiledGenerator::EmitMmaMatmul(int i) {
   }
   const int a = op.args[0], bm = BInput(i);
   const int64_t warps = b_.threads / 32, tiles = plan.n8s * plan.m16s;
-  if (!plan.a_ring && plan.a_packed < 0) Read(a, false);
-  Read(bm, false);  // other threads' copies into the ring
-  for (const int q : plan.sharing_a) Read(BInput(q), false);
-  if (plan.b_scale >= 0) Read(plan.b_scale, false);
-  if (plan.step) Read(i, false);
+  if (!plan.a_ring && plan.a_packed < 0) Read(a, Spread::kOther);
+  Read(bm, Spread::kOther);  // other threads' copies into the ring
+  for (const int q : plan.sharing_a) Read(BInput(q), Spread::kOther);
+  if (plan.b_scale >= 0) Read(plan.b_scale, Spread::kOther);
+  if (plan.step) Read(i, Spread::kOther);
   std::string with, into = absl::StrCat("x", fused_into_[i]);
   for (const int q : plan.sharing_a) {
     absl::StrAppend(&with, " and x", q, " = ", ugraph::TileOpText(b_.tile_ops[q]));
@@ -526,7 +526,7 @@ void TiledGenerator::EmitMmaMatmul(int i) {
     if (tiles < warps) e_.Close();
   }
   e_.Close();
-  if (plan.step) Wrote(i, false);
+  if (plan.step) Wrote(i, Spread::kOther);
 }
 
 void TiledGenerator::EmitRegisterRescale(int mm, int s) {
@@ -591,12 +591,12 @@ void TiledGenerator::EmitMmaFlush(int i) {
     // the tile, with no scratch and no barriers of their own (gated_mlp_bs8:
     // four of the seven after its loop).
     e_.Linef("// x", target, " += x", i, "'s tensor-core sums, each lane its fragments' elements");
-    Read(target, false);
+    Read(target, Spread::kOther);
     OpenFragmentElements(i);
     e_.Linef(plan.rows % 16 == 0 ? "" : absl::StrCat("if (r < ", plan.rows, ") "), Buffer(target), "[r * ",
              plan.cols, " + v * 8 + t2 + h % 2] += ", sums, ";");
     CloseFragmentElements();
-    Wrote(target, false);
+    Wrote(target, Spread::kOther);
     return;
   }
   e_.Linef("// x", target, " += x", i, "'s tensor-core sums: fragments to the scratch, k groups added in order");
@@ -618,7 +618,7 @@ void TiledGenerator::EmitMmaFlush(int i) {
   e_.Linef("for (int q = 0; q < ", plan.k_groups, "; ++q) sum += ", part, "[q * ", group, " + c];");
   e_.Linef(Buffer(target), "[c] += sum;");
   e_.Close();
-  Wrote(target, false);
+  Wrote(target, Spread::kOther);
 }
 
 void TiledGenerator::EmitDirectMatmul(int i) {
@@ -628,7 +628,7 @@ void TiledGenerator::EmitDirectMatmul(int i) {
   if (plan.dot) return EmitDotMatmul(i);
   const int a = op.args[0], bm = op.args[1];
   const InputPlan& in = inputs_[bm];
-  if (!plan.a_ring) Read(a, false);
+  if (!plan.a_ring) Read(a, Spread::kOther);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i],
            " after the loop: this thread's B vectors times A's column", plan.a_ring ? " (from its ring)" : "",
            ", in registers");
@@ -716,7 +716,7 @@ void TiledGenerator::EmitDirectFlush() {
                " + col];");
       e_.Linef(Buffer(target), "[c] += sum;");
       e_.Close();
-      Wrote(target, false);
+      Wrote(target, Spread::kOther);
       continue;
     }
     e_.Linef("// x", target, " += the threads' sums of x", i, ", a row at a time, in thread order");
@@ -733,7 +733,7 @@ void TiledGenerator::EmitDirectFlush() {
     e_.Linef(Buffer(target), "[m * ", plan.cols, " + c] += sum;");
     e_.Close();
     e_.Close();
-    Wrote(target, false);
+    Wrote(target, Spread::kOther);
   }
 }
 

@@ -37,7 +37,7 @@ void TiledGenerator::EmitDotMatmul(int i) {
   const MatmulPlan& plan = matmuls_[i];
   const int a = op.args[0], bm = op.args[1];
   const InputPlan& in = inputs_[bm];
-  if (!plan.a_ring) Read(a, false);
+  if (!plan.a_ring) Read(a, Spread::kOther);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ", summed into x", fused_into_[i],
            " after the loop: this thread's B vectors (along k) dotted with A's rows", plan.a_ring ? " (from its ring)" : "",
            ", in registers");
@@ -70,7 +70,7 @@ void TiledGenerator::EmitDotFlush(int i) {
   const MatmulPlan& plan = matmuls_[i];
   const int target = fused_into_[i];
   const InputPlan& in = inputs_[b_.tile_ops[i].args[1]];
-  Read(target, false);
+  Read(target, Spread::kOther);
   e_.Linef("// x", target, " += the threads' dots of x", i, ": a column's ", plan.vectors,
            " lanes by shuffles, then its first lane");
   e_.Line("#pragma unroll");
@@ -84,7 +84,7 @@ void TiledGenerator::EmitDotFlush(int i) {
            " + n] += s;");
   e_.Close();
   e_.Close();
-  Wrote(target, false);
+  Wrote(target, Spread::kOther);
 }
 
 }  // namespace kiln::codegen::tiled_internal

@@ -187,7 +187,7 @@ void TiledGenerator::DeclareFlash() {
   const MatmulPlan& s = matmuls_[flash_.scores];
   const int a = b_.tile_ops[flash_.scores].args[0];
   const int64_t chunks = s.depth / 16;
-  Read(a, false);
+  Read(a, Spread::kOther);
   if (q_from_bits && !flash_.a_registers) {
     return e_.Linef("const uint4* const qa = reinterpret_cast<const uint4*>(smem + ", flash_.a_offset, ");  // x",
                     flash_.scores, "'s A fragments, stored as x", a, " loaded");
@@ -260,12 +260,12 @@ void TiledGenerator::EmitFlashStep() {
   const int k_tile = s_op.args[1];
   const bool split = flash_.keys_split;
   const int64_t groups = flash_.groups, sn = FlashColumns(), slabs = flash_.warp_slabs;
-  if (!s.a_ring) Read(s_op.args[0], false);
-  if (s.b_tile) Read(k_tile, false);
+  if (!s.a_ring) Read(s_op.args[0], Spread::kOther);
+  if (s.b_tile) Read(k_tile, Spread::kOther);
   const int deferred = DeferredScaleFold();
   const bool piped = lean_step_ && FlashPipelined();
   const bool ahead = piped && FlashScoresAhead();
-  if (s.b_scale >= 0 && deferred < 0) Read(s.b_scale, false);
+  if (s.b_scale >= 0 && deferred < 0) Read(s.b_scale, Spread::kOther);
   const std::string rows = absl::StrCat(16 * slabs, " rows");
   e_.Linef("// x", flash_.scores, " = ", ugraph::TileOpText(s_op), ", x", flash_.exp, " = ",
            ugraph::TileOpText(b_.tile_ops[flash_.exp]), ", x", flash_.pv, " = ", ugraph::TileOpText(pv_op),
@@ -313,7 +313,7 @@ void TiledGenerator::EmitFlashStep() {
   if (deferred >= 0 && !ahead) {
     // The scales' fold and its barrier while the scores' products run.
     EmitReduce(deferred);
-    Read(s.b_scale, false);
+    Read(s.b_scale, Spread::kOther);
     EmitFlashWgmmaWait(flash_.scores, "sc");
   }
   if (piped && !ahead) {
@@ -580,8 +580,8 @@ void TiledGenerator::EmitKeysSplitFlush() {
   e_.Close();
   e_.Close();
   Sync();
-  Read(out, false);
-  if (flash_.sum >= 0) Read(fused_into_[flash_.sum], false);
+  Read(out, Spread::kOther);
+  if (flash_.sum >= 0) Read(fused_into_[flash_.sum], Spread::kOther);
   OpenLinear(rows * cols);
   e_.Linef("const int r = l / ", cols, ", c = l % ", cols, ";");
   e_.Line("float top = no_shift(), o = 0.0f;");
@@ -600,8 +600,8 @@ void TiledGenerator::EmitKeysSplitFlush() {
   e_.Linef("shift", flash_.exp, "[", RowOf(flash_.exp, tiles_[out], RowCoords(tiles_[out], "r")), "] = top;");
   e_.Close();
   e_.Close();
-  Wrote(out, false);
-  if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], false);
+  Wrote(out, Spread::kOther);
+  if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], Spread::kOther);
 }
 
 void TiledGenerator::EmitFlashFlush() {
@@ -611,8 +611,8 @@ void TiledGenerator::EmitFlashFlush() {
   const int out = fused_into_[flash_.pv];
   e_.Linef("// x", out, flash_.sum >= 0 ? absl::StrCat(", x", fused_into_[flash_.sum]) : "", " and x", flash_.exp,
            "'s running max from the warps' registers", flash_.groups > 1 ? " (group 0's)" : "");
-  Read(out, false);
-  if (flash_.sum >= 0) Read(fused_into_[flash_.sum], false);
+  Read(out, Spread::kOther);
+  if (flash_.sum >= 0) Read(fused_into_[flash_.sum], Spread::kOther);
   e_.Open("");
   DeclareMmaLane();
   OpenFlashWarps();
@@ -646,8 +646,8 @@ void TiledGenerator::EmitFlashFlush() {
   CloseFlashWarps();
   e_.Close();
   if (direct) return;
-  Wrote(out, false);
-  if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], false);
+  Wrote(out, Spread::kOther);
+  if (flash_.sum >= 0) Wrote(fused_into_[flash_.sum], Spread::kOther);
 }
 
 int64_t TiledGenerator::FlashGroupScratch() const {

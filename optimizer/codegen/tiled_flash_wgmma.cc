@@ -184,7 +184,7 @@ void TiledGenerator::EmitFoldAhead(const std::string& step, const std::string& s
   e_.Open("");
   e_.Line("const int stage = fold_stage;");
   e_.Linef("float* const ", Buffer(scales), " = fold_half;");
-  const std::map<int, bool> dirty = dirty_;
+  const std::map<int, Spread> dirty = dirty_;
   const bool wrote = step_wrote_;
   EmitReduce(fold);
   dirty_ = dirty;

@@ -90,11 +90,12 @@ void TiledGenerator::EmitReduce(int i) {
   const int64_t lanes = FoldOutputsPerWarp(x, op.axis);
   const bool columns = ColumnFoldLanes(x, op.axis) > 0;
   const bool linear = !FoldsByWarp(x, op.axis) && lanes == 0 && !columns;
-  Read(x, false);
-  Read(target, linear);
+  const Spread spread = linear ? Spread::kLinear : Spread::kOther;
+  Read(x, Spread::kOther);
+  Read(target, spread);
   if (columns) {
     EmitColumnFold(i, target, what);
-    Wrote(target, false);
+    Wrote(target, Spread::kOther);
     return;
   }
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), what,
@@ -103,7 +104,7 @@ void TiledGenerator::EmitReduce(int i) {
   e_.Linef(Buffer(target), "[o] ", fused_into_[i] >= 0 ? "+=" : "=", " ",
            end >= 0 ? ChainValue(end, "v", i) : Scaled(i, "v"), ";");
   CloseRowFold();
-  Wrote(target, linear);
+  Wrote(target, spread);
 }
 
 int64_t TiledGenerator::ColumnFoldLanes(int x, int axis) const {

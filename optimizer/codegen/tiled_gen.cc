@@ -69,14 +69,14 @@ int64_t TiledGenerator::mma_warps() const {
   return most;
 }
 
-void TiledGenerator::Read(int buffer, bool same_element) {
+void TiledGenerator::Read(int buffer, Spread reader) {
   auto it = dirty_.find(buffer);
-  if (it == dirty_.end() || (same_element && it->second)) return;
+  if (it == dirty_.end() || (reader != Spread::kOther && it->second == reader)) return;
   Sync();
 }
 
-void TiledGenerator::Wrote(int buffer, bool linear) {
-  dirty_[buffer] = linear;
+void TiledGenerator::Wrote(int buffer, Spread writer) {
+  dirty_[buffer] = writer;
   step_wrote_ = true;
 }
 
@@ -275,12 +275,12 @@ std::string TiledGenerator::InRange(const TileInfo& t, const std::vector<std::st
   return out;
 }
 
-bool TiledGenerator::ReadOperands(int i) {
+bool TiledGenerator::ReadOperands(int i, Spread reader) {
   bool broadcast = false;
   for (int a : b_.tile_ops[i].args) {
     if (b_.tile_ops[a].kind == TileOp::Kind::kConstant) continue;
     const bool same = SameShape(a, i);
-    Read(a, same);
+    Read(a, same ? reader : Spread::kOther);
     broadcast = broadcast || !same;
   }
   return broadcast;
@@ -295,13 +295,14 @@ std::string TiledGenerator::ElementwiseValue(int i, const std::vector<std::strin
 
 void TiledGenerator::EmitElementwise(int i) {
   const TileInfo& t = tiles_[i];
-  const bool broadcast = ReadOperands(i);
   // After a split loop whose blocks share the combine out, a block's own
   // rows (the combine wrote no others: on an H200, MLA's P C / l over all
   // 16 rows in each of 64 blocks, stale rows and all, took 0.9 us of the
   // kernel's 9.7).
   const bool share = phase_[i] == Phase::kAfter && ShareAxisOf(t) >= 0;
-  Read(i, !share);
+  const Spread spread = share ? ShareSpread(t) : Spread::kLinear;
+  const bool broadcast = ReadOperands(i, spread);
+  Read(i, spread);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), share ? ", the share's elements" : "");
   const std::vector<int64_t> sizes = Sizes(t);
   if (share) {
@@ -313,19 +314,19 @@ void TiledGenerator::EmitElementwise(int i) {
                                                              : std::vector<std::string>(sizes.size(), "0");
   e_.Linef(Buffer(i), "[l] = ", ElementwiseValue(i, coords), ";");
   e_.Close();
-  Wrote(i, !share);
+  Wrote(i, spread);
 }
 
 void TiledGenerator::EmitAccumulate(int i) {
   if (fused_from_[i] >= 0) return;  // its matmul or sum adds to it
   const int x = b_.tile_ops[i].args[0];
-  Read(x, true);
-  Read(i, true);
+  Read(x, Spread::kLinear);
+  Read(i, Spread::kLinear);
   e_.Linef("// x", i, " += x", x);
   OpenLinear(tiles_[i].elements());
   e_.Linef(Buffer(i), "[l] += ", Buffer(x), "[l];");
   e_.Close();
-  Wrote(i, true);
+  Wrote(i, Spread::kLinear);
 }
 
 void TiledGenerator::EmitOp(int i) {
@@ -495,12 +496,12 @@ absl::Status TiledGenerator::Generate() {
     for (size_t i = 0; i < n; ++i) {
       if (b_.tile_ops[i].kind != TileOp::Kind::kAccumulate || !needed_[i]) continue;
       if (FlashAccumulator(static_cast<int>(i))) continue;  // EmitFlashFlush writes it whole
-      Read(static_cast<int>(i), true);
+      Read(static_cast<int>(i), Spread::kLinear);
       e_.Linef("// x", i, " = 0");
       OpenLinear(tiles_[i].elements());
       e_.Linef(Buffer(i), "[l] = 0.0f;");
       e_.Close();
-      Wrote(static_cast<int>(i), true);
+      Wrote(static_cast<int>(i), Spread::kLinear);
     }
     EmitShiftReset();
   };
@@ -543,7 +544,7 @@ absl::Status TiledGenerator::Generate() {
     if (!ring_first_) EmitRingPrologue();
     // What is dirty before the loop stays so for what follows it: the
     // loop may run no step.
-    const std::map<int, bool> before = dirty_;
+    const std::map<int, Spread> before = dirty_;
     const bool lean = loop_axes && LeanLoop();
     e_.Linef(e_.Index(), " step = step_begin;");
     if (lean) {
@@ -641,20 +642,24 @@ absl::Status TiledGenerator::Generate() {
     // the last block alone, each its own code, with no branch on
     // `together` inside: one branch, which a kernel compiled for one way
     // on (KILN_TOGETHER) leaves out with the other way's code.
-    const std::map<int, bool> dirty = dirty_;
+    const std::map<int, Spread> dirty = dirty_;
     e_.Open("if (together)");
     together_ = true;
     rest();
     together_ = false;
     e_.Close();
-    const std::map<int, bool> after = std::exchange(dirty_, dirty);
+    const std::map<int, Spread> after = std::exchange(dirty_, dirty);
     e_.Open("else");
     rest();
     e_.Close();
-    // After either: a buffer written in either, linearly only where so in both.
-    for (const auto& [buffer, linear] : after) {
+    // After either: a buffer written in either, linearly only where so in
+    // both; a share's elements are not the same ones in the two.
+    for (const auto& [buffer, spread] : after) {
       const auto it = dirty_.find(buffer);
-      dirty_[buffer] = it == dirty_.end() ? linear : it->second && linear;
+      dirty_[buffer] = it == dirty_.end() || it->second == spread ? spread : Spread::kOther;
+    }
+    for (auto& [buffer, spread] : dirty_) {
+      if (spread == Spread::kShare) spread = Spread::kOther;
     }
     synced_at_ = 0;  // no barrier just before
   } else {

@@ -1,14 +1,12 @@
-// The code generator for graph-defined blocks, shared by its source files:
-// tiled_gen.cc (the tile ops, phases and the loop), tiled_causal.cc (causal masks' loop ends and launch order),
-// tiled_plan.cc (layout and planning), tiled_load.cc (reading input tiles), tiled_matmul.cc,
-// tiled_direct.cc and tiled_dot.cc (products), tiled_flash.cc and tiled_flash_wgmma.cc (attention's
-// scores, softmax and P@V in registers; Hopper's products and their pipeline),
-// tiled_fragment_epilogue.cc (outputs computed from tensor-core fragments),
-// tiled_row_matmul.cc (products of each row with a matrix of its own),
-// tiled_register_sum.cc (sums kept in registers), tiled_stable_exp.cc (the online
-// softmax), tiled_fold.cc (row folds), tiled_split.cc (split loops' hand-over),
-// tiled_store.cc (the outputs' stores) and tiled_packed_a.cc (A's fragments packed
-// before the loop); the plans in tiled_plans.h, tile shapes and occupancy in
+// The code generator for graph-defined blocks, shared by its source files: tiled_gen.cc (the tile ops,
+// phases and the loop), tiled_causal.cc (causal masks' loop ends and launch order), tiled_plan.cc (layout
+// and planning), tiled_load.cc (reading input tiles), tiled_matmul.cc, tiled_direct.cc and tiled_dot.cc
+// (products), tiled_flash.cc and tiled_flash_wgmma.cc (attention's scores, softmax and P@V in registers;
+// Hopper's products and their pipeline), tiled_fragment_epilogue.cc (outputs computed from tensor-core
+// fragments), tiled_row_matmul.cc (products of each row with a matrix of its own), tiled_register_sum.cc
+// (sums kept in registers), tiled_stable_exp.cc (the online softmax), tiled_fold.cc (row folds),
+// tiled_split.cc (split loops' hand-over), tiled_store.cc (the outputs' stores) and tiled_packed_a.cc (A's
+// fragments packed before the loop); the plans in tiled_plans.h, tile shapes and occupancy in
 // tiled_shapes.h. Internal to optimizer/codegen.
 #ifndef KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
 #define KILN_OPTIMIZER_CODEGEN_TILED_GENERATOR_H_
@@ -95,11 +93,9 @@ class TiledGenerator {
   // thread reading each of its elements just before writing it. -1: none.
   int InPlaceArgument(int i) const;
   void EmitOp(int i);
-  // The ops of one phase, its input tiles first: their loads go out
-  // together and one barrier covers them all.
+  // The ops of one phase, its input tiles first: their loads go out together and one barrier covers them all.
   void EmitPhase(Phase phase);
-  // Issues the staged loop tiles' loads for the first step (before the
-  // loop) or the next one (inside it).
+  // Issues the staged loop tiles' loads for the first step (before the loop) or the next one (inside it).
   void EmitPrefetch(bool first);
   // Whether loop input i is prefetched through registers (not the ring), and whether any is.
   bool Prefetched(int i) const;
@@ -289,13 +285,15 @@ class TiledGenerator {
 
   // Synchronization: a buffer written since the last __syncthreads is
   // "dirty"; reading it is safe without a barrier only for the thread that
-  // wrote the element, i.e. when both sides spread the tile linearly
-  // (element l on thread l % threads) and index it alike.
-  void Read(int buffer, bool same_element);
-  void Wrote(int buffer, bool linear);
+  // wrote the element, i.e. when both sides spread the tile alike and index
+  // it alike: linearly (OpenLinear: element l on thread l % threads), or a
+  // share's elements so (OpenShareLinear at width 1); kOther: any other way.
+  enum class Spread { kOther, kLinear, kShare };
+  void Read(int buffer, Spread reader);
+  void Wrote(int buffer, Spread writer);
   void Sync();
-  // Whether barriers now are reached from more than one place in the code
-  // (the ping-pong loops): Sync emits the unaligned form.
+  // Whether barriers now are reached from more than one place in the code (the ping-pong loops): Sync emits
+  // the unaligned form.
   bool unaligned_barriers_ = false;
   // Elements of an axis that can be in range (the tile size, or less where
   // the tensor is known to be smaller): what work is spread over.
@@ -347,7 +345,7 @@ class TiledGenerator {
   std::vector<int> fused_into_;     // a matmul or sum added straight into this accumulator, or -1
   std::vector<int> fused_from_;     // an accumulator: the matmul or sum that adds into it, or -1
   std::vector<double> fused_scale_;  // a sum: the constant it is scaled by on its way there (1: none)
-  std::map<int, bool> dirty_;    // buffer -> written linearly
+  std::map<int, Spread> dirty_;  // buffer -> how it was written
   std::vector<InputPlan> inputs_;  // by tile op (kInput ops only)
 
   // The tile op matmul i takes B's fragments from: its B, or the ring
@@ -677,6 +675,8 @@ class TiledGenerator {
   std::pair<std::string, std::string> ShareRange(const TileInfo& t) const;
   // The elements in that range: all of the tile's but in a share.
   int64_t ShareElements(const TileInfo& t) const;
+  // How OpenShareLinear(t, 1) spreads them: linearly where they are all.
+  Spread ShareSpread(const TileInfo& t) const;
   // Whether `width` elements a thread can start at the share's first.
   bool ShareAligned(const TileInfo& t, int width) const;
   // A condition on an output's coordinates: in this block's share (or the
@@ -753,9 +753,9 @@ class TiledGenerator {
   // Op x's value at the lane's fragment element (j, h).
   std::string FragmentValue(int x) const;
   void EmitFragmentEpilogue();
-  // An elementwise op's operands read (barrier where needed); whether one
-  // is broadcast (not the op's shape).
-  bool ReadOperands(int i);
+  // An elementwise op's operands read by `reader`'s threads (barrier where
+  // needed); whether one is broadcast (not the op's shape).
+  bool ReadOperands(int i, Spread reader);
   // Element `coords` (linear index l) of elementwise op i.
   std::string ElementwiseValue(int i, const std::vector<std::string>& coords, const std::string& linear = "l");
   bool step_wrote_ = false;      // a loop step wrote shared memory

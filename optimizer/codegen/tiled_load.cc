@@ -207,7 +207,7 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
     e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": issue ", plan.per_thread, " load(s) of ",
              plan.width, " ", DTypeName(plan.dtype), " per thread");
   } else {
-    Read(i, false);
+    Read(i, Spread::kOther);
     e_.Linef("// x", i, ": widen the loaded bits into the tile");
   }
   // A ring input of few copies, read across threads after the step's
@@ -223,7 +223,7 @@ void TiledGenerator::EmitStaged(int i, bool issue) {
     issue ? EmitIssue(i, "l", raw) : EmitConvert(i, "l", raw);
   }
   CloseThreadTasks(i);
-  if (!issue) Wrote(i, false);
+  if (!issue) Wrote(i, Spread::kOther);
 }
 
 bool TiledGenerator::CopiesFromLast(int i) const {
@@ -256,7 +256,7 @@ void TiledGenerator::DeclareRaw(int i) {
 
 void TiledGenerator::EmitDirect(int i) {
   const InputPlan& plan = inputs_[i];
-  Read(i, false);
+  Read(i, Spread::kOther);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(b_.tile_ops[i]), ": ", plan.width, " ", DTypeName(plan.dtype),
            " per load");
   OpenLinear(plan.tasks);
@@ -264,7 +264,7 @@ void TiledGenerator::EmitDirect(int i) {
   EmitIssue(i, "l", "raw");
   EmitConvert(i, "l", "raw");
   e_.Close();
-  Wrote(i, false);
+  Wrote(i, Spread::kOther);
 }
 
 

@@ -64,9 +64,9 @@ void TiledGenerator::EmitMatmul(int i) {
   const bool fused = fused_into_[i] >= 0;
   const int target = fused ? fused_into_[i] : i;
   const auto rounded = [&](int x, const std::string& v) { return RoundedTo(op.dtype, x, v); };
-  Read(a, false);
-  Read(bm, false);
-  Read(target, false);
+  Read(a, Spread::kOther);
+  Read(bm, Spread::kOther);
+  Read(target, Spread::kOther);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), fused ? absl::StrCat(", summed into x", target) : "", ": ",
            plan.per, " row(s) x 1 column per task, ", plan.tasks, " tasks, k split ", plan.split, " ways");
   const std::string store = fused ? " += " : " = ";
@@ -118,7 +118,7 @@ void TiledGenerator::EmitMatmul(int i) {
     e_.Linef("for (int q = 0; q < ", plan.per, "; ++q) if (row0 + q < ", m_length, ") ", Buffer(target), "[",
              element, "]", store, "acc[q];");
     e_.Close();
-    Wrote(target, false);
+    Wrote(target, Spread::kOther);
     return;
   }
   const std::string partial = absl::StrCat("scratch + ", plan.scratch);
@@ -136,7 +136,7 @@ void TiledGenerator::EmitMatmul(int i) {
            plan.per, " + q];");
   e_.Linef("if (row0 + q < ", m_length, ") ", Buffer(target), "[", element, "]", store, "sum;");
   e_.Close();
-  Wrote(target, false);
+  Wrote(target, Spread::kOther);
 }
 
 }  // namespace kiln::codegen::tiled_internal

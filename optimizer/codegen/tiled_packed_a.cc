@@ -63,7 +63,7 @@ void TiledGenerator::EmitPackedA() {
     const MatmulPlan& plan = matmuls_[i];
     if (plan.a_packed < 0) continue;
     const int a = b_.tile_ops[i].args[0];
-    Read(a, false);
+    Read(a, Spread::kOther);
     e_.Linef("// x", i, "'s A fragments (x", a, ", the same every step), packed: [m16 slab][k chunk][lane]");
     EmitPackFragments(static_cast<int>(i), plan.a_packed);
     any = true;

@@ -180,7 +180,7 @@ void TiledGenerator::EmitRegisterSumFlush() {
       // the barrier its readers need.
       e_.Linef("// x", target, " += the threads' partial sums of x", i, ": each row's ", per_row,
                " added across their lanes by shuffles");
-      Read(target, false);
+      Read(target, Spread::kOther);
       e_.Open("");
       e_.Linef("float sum = rs", i, "[0];");
       e_.Line("#pragma unroll");
@@ -188,7 +188,7 @@ void TiledGenerator::EmitRegisterSumFlush() {
       e_.Linef("if (threadIdx.x < ", in.tasks, " && threadIdx.x % ", per_row, " == 0) ", Buffer(target),
                "[threadIdx.x / ", per_row, "] += ", Scaled(static_cast<int>(i), "sum"), ";");
       e_.Close();
-      Wrote(target, false);
+      Wrote(target, Spread::kOther);
       continue;
     }
     const std::string part = FlushScratch();
@@ -206,7 +206,7 @@ void TiledGenerator::EmitRegisterSumFlush() {
     e_.Linef("for (int v = 0; v < ", in.task_sizes[1], "; ++v) sum += ", part, "[l * ", in.task_sizes[1], " + v];");
     e_.Linef(Buffer(target), "[l] += ", Scaled(static_cast<int>(i), "sum"), ";");
     e_.Close();
-    Wrote(target, false);
+    Wrote(target, Spread::kOther);
   }
 }
 

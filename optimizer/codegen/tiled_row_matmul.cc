@@ -131,7 +131,7 @@ void TiledGenerator::EmitRowMatmul(int i) {
   const int64_t rows = at.axes[0].size, depth = at.axes[1].size, cols = tiles_[w].axes[2].size;
   const ugraph::View& view = b_.inputs[b_.tile_ops[w].input].view;
   const DType wtype = e_.graph().tensors[view.tensor].dtype;
-  Read(a, false);
+  Read(a, Spread::kOther);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": a row at a time, each thread ", plan.width,
            " columns at every ", plan.groups, "-th k", plan.parts > 1 ? absl::StrCat(" of a run of ", plan.run) : "");
   // The rows this block computes: its share's (every block going on), or all.
@@ -210,20 +210,22 @@ void TiledGenerator::EmitRowMatmul(int i) {
       // adds up its run of the columns from all of theirs.
       e_.Line("cluster_arrive();  // the cluster's blocks: each its run of k's sums of the row");
       e_.Line("cluster_wait();");
-      rows_loop();
-      if (!in_range.empty()) e_.Open(absl::StrCat("if (", in_range, ")"));
-      const int64_t run = cols / plan.parts;
-      e_.Open(absl::StrCat("for (int l = split_part * ", run, " + threadIdx.x; l < (split_part + 1) * ", run,
-                           "; l += ", b_.threads, ")"));
+      // The block's run of its row's columns (its share of x_i: the
+      // stores after read their own sums with no barrier).
+      OpenShareLinear(tiles_[i], 1);
+      if (!in_range.empty()) {
+        e_.Linef("const int r = l / ", cols, ";");
+        e_.Open(absl::StrCat("if (", in_range, ")"));
+      }
       e_.Line("float s = 0.0f;");
       e_.Line("#pragma unroll");
-      e_.Linef("for (int q = 0; q < ", plan.parts, "; ++q) s += cluster_load(", Buffer(i), " + r * ", cols,
-               " + l, q);");
-      e_.Linef(out_row, " = s;");
-      e_.Close();
+      e_.Linef("for (int q = 0; q < ", plan.parts, "; ++q) s += cluster_load(", Buffer(i), " + l, q);");
+      e_.Linef(Buffer(i), "[l] = s;");
       if (!in_range.empty()) e_.Close();
       e_.Close();
       e_.Line("cluster_arrive();  // done with the others' sums (its wait: at the end of the block's part)");
+      Wrote(i, ShareSpread(tiles_[i]));
+      return;
     }
   } else {
     rows_loop();
@@ -232,7 +234,7 @@ void TiledGenerator::EmitRowMatmul(int i) {
     if (plan.parts > 1) e_.Close();
     e_.Close();
   }
-  Wrote(i, false);
+  Wrote(i, Spread::kOther);
 }
 
 }  // namespace kiln::codegen::tiled_internal

@@ -194,11 +194,17 @@ void TiledGenerator::PlanSplitShare() {
   // 64 blocks, W_uv after the combine) ran 8.35-8.50 us a whole row a block
   // (64 KiB of partials on each of 16 SMs, 48 blocks idle) and 7.81-7.89 a
   // quarter row a block in clusters of 4, hand-edited.
+  // The product's rows are its tile's outermost axis, the share's: a
+  // block's run of its columns, that run of its share (ShareRange).
   const auto clusters = [&](int64_t parts) {
     if (product < 0) return true;
     const TileOp& op = b_.tile_ops[product];
+    const TileInfo& t = tiles_[product];
+    const int64_t cols = tiles_[op.args[1]].axes[2].size;
+    const int d = ShareAxisOf(t);
     return parts <= kMaxClusterBlocks && b_.loop_split % parts == 0 && row_products_[product].groups > 1 &&
-           tiles_[op.args[0]].axes[1].size % parts == 0 && tiles_[op.args[1]].axes[2].size % parts == 0;
+           tiles_[op.args[0]].axes[1].size % parts == 0 && cols % parts == 0 && Outermost(t, d) &&
+           RowLength(t, d) == cols;
   };
   for (int64_t parts = b_.loop_split / share_.size; parts > 1 && share_.parts == 1; --parts) {
     if (even(parts) && clusters(parts)) share_.parts = parts;
@@ -249,6 +255,11 @@ int64_t TiledGenerator::ShareElements(const TileInfo& t) const {
   if (!Outermost(t, d)) return t.elements();
   const int64_t stride = RowLength(t, d);
   return share_.per * (stride > 1 ? stride / share_.parts : stride);
+}
+
+TiledGenerator::Spread TiledGenerator::ShareSpread(const TileInfo& t) const {
+  const auto [lo, hi] = ShareRange(t);
+  return lo == "0" && hi == absl::StrCat(t.elements()) ? Spread::kLinear : Spread::kShare;
 }
 
 void TiledGenerator::OpenShareLinear(const TileInfo& t, int width) {
@@ -324,7 +335,7 @@ void TiledGenerator::EmitSplitCombine(const std::string& point, const std::strin
     // then reads elements other threads wrote linearly.
     const int64_t elements = tiles_[i].elements();
     const bool vectors = elements % 4 == 0 && offset % 4 == 0 && floats % 4 == 0 && offsets_[i] % 4 == 0;
-    Read(i, !vectors);
+    Read(i, vectors ? Spread::kOther : Spread::kLinear);
     if (vectors) {
       e_.Open(absl::StrCat("for (int l = threadIdx.x * 4; l < ", elements, "; l += ", b_.threads * 4, ")"));
       e_.Linef("*reinterpret_cast<float4*>(mine + ", offset, " + l) = *reinterpret_cast<const float4*>(", Buffer(i),
@@ -436,20 +447,22 @@ void TiledGenerator::EmitCombineAcrossWarps(int i, int64_t offset, int64_t float
   e_.Close();
   e_.Close();
   e_.Linef("reinterpret_cast<", type, "*>(", sums, ")[threadIdx.x] = sum;");
-  Sync();
-  e_.Open(absl::StrCat("if (g == 0 && l < ", hi, ")"));
-  e_.Linef(type, " s[", group, "];");
-  e_.Line("#pragma unroll");
-  e_.Linef("for (int h = 0; h < ", group, "; ++h) s[h] = reinterpret_cast<const ", type, "*>(", sums,
-           ")[threadIdx.x + h * ", span, "];");
-  EmitPairwiseTree(e_, "s", "h", group,
-                   width == 4 ? std::vector<std::string>(lanes, lanes + 4) : std::vector<std::string>{""});
-  if (width == 4) {
-    for (int k = 0; k < 4; ++k) e_.Linef(Buffer(i), "[l + ", k, "] = s[0]", lanes[k], ";");
-  } else {
-    e_.Linef(Buffer(i), "[l] = s[0];");
-  }
   e_.Close();
+  Sync();
+  // An element a thread, as the share's elementwise passes take them
+  // (OpenShareLinear): the pass after reads its own with no barrier. On an
+  // H200, MLA's attention with W_uv in it (its sums 4 elements a thread of
+  // the first 16, then a barrier, P C / l, a barrier) ran 8.06-8.14 us in
+  // the lab, 7.90-8.02 so, hand-edited; with the stores' barrier after the
+  // cluster's sums also gone (EmitRowMatmul), 8.04-8.14 -> 7.97-7.98 in
+  // `kiln bench fused`.
+  OpenShareLinear(tiles_[i], 1);
+  e_.Linef("float s[", group, "];");
+  e_.Line("#pragma unroll");
+  e_.Linef("for (int h = 0; h < ", group, "; ++h) s[h] = ", sums, "[h * ", span * width, " + l",
+           lo == "0" ? "" : absl::StrCat(" - (", lo, ")"), "];");
+  EmitPairwiseTree(e_, "s", "h", group, {""});
+  e_.Linef(Buffer(i), "[l] = s[0];");
   e_.Close();
 }
 
@@ -525,12 +538,14 @@ void TiledGenerator::EmitCombineLoop(int i, int64_t offset, int64_t floats, bool
     }
     if (after_another) Sync();
     EmitCombineAcrossWarps(i, offset, floats, width, group);
+    Wrote(i, ShareSpread(tiles_[i]));
+    return;
   } else {
     EmitCombineVectors(i, offset, floats, width, group);
   }
   // Four elements a thread, a group's, or a share: not the linear loop's
   // (OpenLinear) mapping.
-  Wrote(i, width == 1 && share_.axis < 0);
+  Wrote(i, width == 1 && share_.axis < 0 ? Spread::kLinear : Spread::kOther);
 }
 
 void TiledGenerator::EmitCombineVectors(int i, int64_t offset, int64_t floats, int width, int64_t group) {
@@ -669,7 +684,7 @@ void TiledGenerator::EmitThreadSplitShift(int s, int64_t floats, const std::vect
   e_.Close();
   for (const auto& [a, at] : sums) {
     e_.Linef(Buffer(a), "[l] = sum", a, ";");
-    Wrote(a, /*linear=*/share_.axis < 0);
+    Wrote(a, share_.axis < 0 ? Spread::kLinear : Spread::kOther);
   }
   e_.Close();
 }
@@ -718,7 +733,7 @@ void TiledGenerator::EmitWarpSplitShift(int s, int64_t floats, const std::vector
   e_.Linef("shift", s, "[l] = m;");
   for (const auto& [a, at] : sums) e_.Linef(Buffer(a), "[l] = sum", a, ";");
   e_.Close();
-  for (const auto& [a, at] : sums) Wrote(a, /*linear=*/false);
+  for (const auto& [a, at] : sums) Wrote(a, Spread::kOther);
   e_.Close();
 }
 

@@ -68,7 +68,7 @@ void TiledGenerator::EmitStableExp(int i) {
   const TileOp& op = b_.tile_ops[i];
   const int x = op.args[0];
   const bool running = rescale_offsets_[i] >= 0;
-  Read(x, false);
+  Read(x, Spread::kOther);
   e_.Linef("// x", i, " = ", ugraph::TileOpText(op), ": ", running ? "running max" : "row max", " per row of ",
            ShiftRowTile(i).elements());
   const ugraph::CausalMask& mask = op.mask;
@@ -84,7 +84,7 @@ void TiledGenerator::EmitStableExp(int i) {
   CloseRowFold();
   Sync();
   // 2: the exponentials, against each row's shift.
-  Read(i, true);
+  Read(i, Spread::kLinear);
   const std::vector<int64_t> sizes = Sizes(tiles_[i]);
   OpenLinear(tiles_[i].elements());
   const std::vector<std::string> coords = Unravel(sizes, RowMajorOrder(sizes.size()), "l");
@@ -94,7 +94,7 @@ void TiledGenerator::EmitStableExp(int i) {
            mask.on() ? absl::StrCat(MaskKeeps(i, coords[mask.row], coords[mask.col]), " ? ", exp, " : 0.0f") : exp,
            ";");
   e_.Close();
-  Wrote(i, true);
+  Wrote(i, Spread::kLinear);
   if (!running) return;
   // 3: the accumulators that follow this running max.
   for (size_t a = 0; a < b_.tile_ops.size(); ++a) {
@@ -104,14 +104,14 @@ void TiledGenerator::EmitStableExp(int i) {
       EmitRegisterRescale(from, i);  // its buffer stays 0 until the flush after the loop
       continue;
     }
-    Read(acc, true);
+    Read(acc, Spread::kLinear);
     e_.Linef("// x", acc, " follows x", i, "'s running max");
     const std::vector<int64_t> acc_sizes = Sizes(tiles_[acc]);
     OpenLinear(tiles_[acc].elements());
     const std::vector<std::string> at = Unravel(acc_sizes, RowMajorOrder(acc_sizes.size()), "l");
     e_.Linef(Buffer(acc), "[l] *= rescale", i, "[", RowOf(i, tiles_[acc], at), "];");
     e_.Close();
-    Wrote(acc, true);
+    Wrote(acc, Spread::kLinear);
   }
 }
 

@@ -53,15 +53,15 @@ void TiledGenerator::EmitStores() {
     // By vectors, a thread reads elements other threads wrote linearly.
     if (computed) {
       if (width == 1) {
-        ReadOperands(o.value);
+        ReadOperands(o.value, ShareSpread(t));
       } else {
         for (int a : op.args) {
-          if (b_.tile_ops[a].kind != TileOp::Kind::kConstant) Read(a, false);
+          if (b_.tile_ops[a].kind != TileOp::Kind::kConstant) Read(a, Spread::kOther);
         }
       }
       e_.Linef("// t", o.tensor, " <- x", o.value, " = ", ugraph::TileOpText(op), ", computed as it is stored");
     } else {
-      if (!constant) Read(o.value, width == 1);
+      if (!constant) Read(o.value, width == 1 ? ShareSpread(t) : Spread::kOther);
       e_.Linef("// t", o.tensor, " <- x", o.value);
     }
     const std::vector<int64_t> sizes = Sizes(t);

@@ -186,11 +186,17 @@ TEST(TiledCodegen, FewRowsAreSharedOutInRunsOfARow) {
   EXPECT_LT(code.find("const int split_hi"), ahead);
   EXPECT_NE(combine, std::string::npos);
   EXPECT_THAT(code, ::testing::HasSubstr("const int q = threadIdx.x / 16 + k * 16;"));
-  EXPECT_THAT(code, ::testing::HasSubstr("s[h].x += s[h + w].x;"));
+  // The groups' sums added an element a thread, as the passes after take
+  // them; the last block's four a thread.
+  EXPECT_THAT(code, ::testing::HasSubstr("s[h] += s[h + w];"));
   EXPECT_THAT(code, ::testing::HasSubstr("sums[g].x += sums[g + w].x;"));
-  // The stores walk the block's run of its row.
+  // The stores walk the block's run of its row, each thread reading the
+  // elements it added up and the silu it took of them: no barrier between.
+  const size_t last_sum = code.find("x6[l] = s[0];", combine);
   const size_t store = code.find("store_f16", combine);
+  ASSERT_NE(last_sum, std::string::npos) << code;
   ASSERT_NE(store, std::string::npos) << code;
+  EXPECT_EQ(code.substr(last_sum, store - last_sum).find("__syncthreads"), std::string::npos) << code;
   EXPECT_NE(code.rfind("for (int l = split_lo * 64 + split_part * 16 + threadIdx.x;", store), std::string::npos)
       << code;
   ExpectCompiles(graph);

@@ -315,15 +315,20 @@ TEST(MlaSearch, ARowsBlocksMakeAClusterThatSharesOutItsRowProduct) {
       const size_t meet = code.find("split_gather("), arrive = code.find("cluster_arrive();", meet);
       ASSERT_NE(arrive, std::string::npos) << code;
       EXPECT_LT(code.find("its loads under the blocks' meeting"), meet) << code;
-      EXPECT_NE(code.find(absl::StrCat("for (int q = 0; q < ", blocks, "; ++q) s += cluster_load(x"), arrive),
-                std::string::npos)
-          << code;
+      const size_t sums =
+          code.find(absl::StrCat("for (int q = 0; q < ", blocks, "; ++q) s += cluster_load(x"), arrive);
+      ASSERT_NE(sums, std::string::npos) << code;
+      // Each thread stores the sums it added (no barrier between), and the
+      // block counts out, before it waits for its cluster to be done.
+      const size_t done = code.find("cluster_arrive();  // done with the others' sums", sums);
+      const size_t store = code.find("store_f16(", sums), wait = code.find("cluster_wait();", done);
+      ASSERT_NE(wait, std::string::npos) << code;
+      EXPECT_LT(store, wait) << code;
+      EXPECT_EQ(code.substr(sums, store - sums).find("__syncthreads"), std::string::npos) << code;
+      EXPECT_LT(code.find("split_count_out(", sums), wait) << code;
       // The last block: the runs in turn, each added to those before.
       EXPECT_NE(code.find(absl::StrCat("for (int rp = 0; rp < ", blocks, "; ++rp)")), std::string::npos) << code;
       EXPECT_NE(code.find("(rp == 0 ? 0.0f : x"), std::string::npos) << code;
-      const size_t count_out = code.find("split_count_out("), wait = code.find("if (p.together) cluster_wait();");
-      EXPECT_LT(code.rfind("store_f16(", wait), wait) << code;
-      EXPECT_LT(count_out, wait) << code;
     }
     if (nvrtc.ok()) ExpectCompilesForHopper(**nvrtc, k);
   }
