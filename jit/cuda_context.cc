@@ -27,12 +27,25 @@ DeviceMemoryBackend CudaMemoryBackend(std::shared_ptr<PrimaryContext> primary) {
   return backend;
 }
 
+// Blocks in a cluster of `cluster`'s dims (1: not a cluster).
+uint64_t ClusterBlocks(const Dim3& cluster) { return uint64_t{cluster.x} * cluster.y * cluster.z; }
+
+// cuLaunchKernelEx's attribute for clusters of `cluster`'s dims.
+CUlaunchAttribute ClusterAttribute(const Dim3& cluster) {
+  CUlaunchAttribute attr;
+  attr.id = kLaunchAttrClusterDimension;
+  attr.value.dims[0] = cluster.x;
+  attr.value.dims[1] = cluster.y;
+  attr.value.dims[2] = cluster.z;
+  return attr;
+}
+
 std::string LaunchText(const CudaFunction& function, const LaunchConfig& c) {
   return absl::StrCat(c.cooperative ? "cooperative " : "", c.early ? "early " : "", "launch of kernel '",
                       function.name(), "' (grid ",
                       c.grid.x, "x", c.grid.y, "x", c.grid.z, ", block ", c.block.x, "x", c.block.y, "x", c.block.z,
                       ", ", c.dynamic_shared_bytes, " bytes of dynamic shared memory",
-                      uint64_t{c.cluster.x} * c.cluster.y * c.cluster.z > 1
+                      ClusterBlocks(c.cluster) > 1
                           ? absl::StrCat(", clusters of ", c.cluster.x, "x", c.cluster.y, "x", c.cluster.z)
                           : "",
                       ")");
@@ -158,7 +171,7 @@ absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& con
     KILN_JIT_RETURN_IF_ERROR(AllowDynamicSharedMemory(function, config.dynamic_shared_bytes));
   }
   const Dim3& c = config.cluster;
-  const bool clustered = uint64_t{c.x} * c.y * c.z > 1;
+  const bool clustered = ClusterBlocks(c) > 1;
   if (clustered && (info_.compute_major < 9 || c.x == 0 || c.y == 0 || c.z == 0 || g.x % c.x != 0 ||
                     g.y % c.y != 0 || g.z % c.z != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -178,12 +191,7 @@ absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& con
       attrs[count].id = kLaunchAttrCooperative;
       attrs[count++].value.value = 1;
     }
-    if (clustered) {
-      attrs[count].id = kLaunchAttrClusterDimension;
-      attrs[count++].value.dims[0] = c.x;
-      attrs[count - 1].value.dims[1] = c.y;
-      attrs[count - 1].value.dims[2] = c.z;
-    }
+    if (clustered) attrs[count++] = ClusterAttribute(c);
     const CUlaunchConfig launch{g.x, g.y, g.z, b.x, b.y, b.z, config.dynamic_shared_bytes, stream_, attrs, count};
     status = KILN_CU(driver(), cuLaunchKernelEx(&launch, function.handle(), args, nullptr));
   } else if (config.cooperative) {
@@ -201,15 +209,11 @@ absl::StatusOr<int64_t> CudaContext::ResidentBlocks(CudaFunction& function, int 
                                                     unsigned dynamic_shared_bytes, Dim3 cluster) {
   KILN_JIT_RETURN_IF_ERROR(AllowDynamicSharedMemory(function, dynamic_shared_bytes));
   KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
-  const uint64_t cluster_blocks = uint64_t{cluster.x} * cluster.y * cluster.z;
+  const uint64_t cluster_blocks = ClusterBlocks(cluster);
   if (cluster_blocks > 1) {
     if (info_.compute_major < 9) return 0;
     // A cluster's blocks share a GPC: fewer may fit than the SMs' count.
-    CUlaunchAttribute attr;
-    attr.id = kLaunchAttrClusterDimension;
-    attr.value.dims[0] = cluster.x;
-    attr.value.dims[1] = cluster.y;
-    attr.value.dims[2] = cluster.z;
+    CUlaunchAttribute attr = ClusterAttribute(cluster);
     const CUlaunchConfig launch{cluster.x, cluster.y, cluster.z, static_cast<unsigned>(threads), 1, 1,
                                 dynamic_shared_bytes, stream_, &attr, 1};
     int clusters = 0;

@@ -191,7 +191,7 @@ void TiledGenerator::EmitRowMatmul(int i) {
       e_.Line("float s = 0.0f;");
       e_.Linef("for (int q = 0; q < ", parts, "; ++q) s += scratch[", plan.scratch, " + q * ", cols, " + l];");
       // A run's sums added to the runs' before as the cluster adds them
-      // (EmitClusterRunSums): from 0, in order.
+      // (its ranks' in order, below): from 0, in order.
       e_.Linef(out_row, " = ", after ? absl::StrCat("(", part, " == 0 ? 0.0f : ", out_row, ") + s") : "s", ";");
       e_.Close();
       Sync();  // the scratch is free again
