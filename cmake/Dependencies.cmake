@@ -10,6 +10,13 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
 add_library(kiln::z3 ALIAS PkgConfig::Z3)
 
+# Tokenizers: PCRE2 for tokenizer.json's Unicode regexes, utf8proc for its
+# normalizers, libsentencepiece for tokenizer.model (Debian ships pkg-config
+# files for all three).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+
 # Only the CUDA headers are used at build time: libcuda and libnvrtc are opened
 # with dlopen at run time, so binaries start on machines without a GPU.
 find_package(CUDAToolkit QUIET)

@@ -31,7 +31,7 @@ int BenchGenerate() {
     std::fprintf(stderr, "kiln bench: %s\n", model.status().ToString().c_str());
     return 1;
   }
-  absl::StatusOr<models::Tokenizer> tokenizer = models::LoadTokenizerFor(
+  absl::StatusOr<models::LoadedTokenizer> tokenizer = models::LoadTokenizerFor(
       model_path, absl::GetFlag(FLAGS_tokenizer), model->config().vocab_size);
   if (!tokenizer.ok()) {
     std::fprintf(stderr, "kiln bench: %s\n", tokenizer.status().ToString().c_str());

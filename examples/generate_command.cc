@@ -21,7 +21,7 @@ int RunGenerate(const std::vector<std::string>& args) {
     std::fprintf(stderr, "kiln generate: %s\n", model.status().ToString().c_str());
     return 1;
   }
-  absl::StatusOr<models::Tokenizer> tokenizer = models::LoadTokenizerFor(
+  absl::StatusOr<models::LoadedTokenizer> tokenizer = models::LoadTokenizerFor(
       model_path, absl::GetFlag(FLAGS_tokenizer), model->config().vocab_size);
   if (!tokenizer.ok()) {
     std::fprintf(stderr, "kiln generate: %s\n", tokenizer.status().ToString().c_str());

@@ -1,10 +1,11 @@
 #include "models/generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ops/ops.h"
+#include "models/text/stream_decoder.h"
 
 namespace kiln::models {
 namespace {
@@ -15,31 +16,16 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// llama2.c's safe printing: a piece that is a single raw byte is shown only
-// if it is printable or whitespace (a lone continuation byte is not text).
-bool Printable(absl::string_view piece) {
-  if (piece.size() != 1) return !piece.empty();
-  const unsigned char c = static_cast<unsigned char>(piece[0]);
-  return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' || c == '\r' || c == ' ';
+bool IsStop(const LoadedTokenizer& t, int32_t id) {
+  return std::find(t.stop_ids.begin(), t.stop_ids.end(), id) != t.stop_ids.end();
 }
 
-// Runs one step and returns the logits row of its last position.
-absl::StatusOr<std::vector<float>> Step(const LlamaModel& model, KvCache& cache,
-                                        const std::vector<int32_t>& tokens, int64_t start,
-                                        double* trace_seconds, double* realize_seconds) {
-  const Clock::time_point t0 = Clock::now();
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  const Symbol pos = model.PositionSymbol(n);
-  const Tensor logits = model.Forward(Tensor::FromHost<int32_t>(tokens, {n}), Dim(pos), cache);
-  std::vector<Tensor> outputs = {logits};
-  outputs.insert(outputs.end(), cache.k.begin(), cache.k.end());
-  outputs.insert(outputs.end(), cache.v.begin(), cache.v.end());
-  const Clock::time_point t1 = Clock::now();
-  if (absl::Status s = RealizeAll(outputs, {{pos, start}}); !s.ok()) return s;
-  absl::StatusOr<std::vector<float>> row = logits.to_host<float>();
-  *trace_seconds += std::chrono::duration<double>(t1 - t0).count();
-  *realize_seconds += SecondsSince(t1);
-  return row;
+// A model's vocabulary may be padded past the tokenizer's (Qwen's 151936
+// rows for 151669 tokens): those rows are never sampled.
+absl::StatusOr<int32_t> SampleToken(Sampler& sampler, const std::vector<float>& logits,
+                                    const Tokenizer& tokenizer) {
+  const size_t n = std::min<size_t>(logits.size(), tokenizer.vocab_size());
+  return sampler.Sample(absl::MakeConstSpan(logits.data(), n));
 }
 
 }  // namespace
@@ -52,76 +38,118 @@ double GenerateStats::decode_tokens_per_second() const {
   return decode_seconds > 0 ? generated_tokens / decode_seconds : 0;
 }
 
-absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const Tokenizer& tokenizer,
+absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedTokenizer& loaded,
                                        const GenerateOptions& options,
                                        const std::function<void(absl::string_view)>& on_text) {
+  const Tokenizer& tokenizer = *loaded.tokenizer;
   const int context = model.config().max_seq_len;
   if (options.steps < 1 || options.steps > context) {
     return absl::InvalidArgumentError(absl::StrCat("generate: steps must be in [1, ", context,
                                                    "] (the model's context), got ",
                                                    options.steps));
   }
-  if (tokenizer.vocab_size() != model.config().vocab_size) {
+  if (tokenizer.vocab_size() > model.config().vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "generate: the tokenizer has ", tokenizer.vocab_size(), " tokens, the model ",
         model.config().vocab_size));
   }
-  absl::StatusOr<std::vector<int32_t>> prompt =
-      tokenizer.Encode(options.prompt, /*bos=*/true, /*eos=*/false);
+  absl::StatusOr<std::vector<int32_t>> prompt = tokenizer.Encode(
+      options.prompt, {.add_special_tokens = options.add_special_tokens, .parse_special = true});
   if (!prompt.ok()) return prompt.status();
   const int n = static_cast<int>(prompt->size());
+  if (n == 0) {
+    return absl::InvalidArgumentError(
+        "generate: the prompt is empty and the tokenizer adds no BOS: give a --prompt");
+  }
   if (n > context) {
     return absl::InvalidArgumentError(absl::StrCat(
         "generate: the prompt is ", n, " tokens (BOS included), longer than the model's "
         "context of ", context, " positions"));
   }
-  Sampler sampler(options.sampling);
   if (absl::Status s = options.sampling.Validate(); !s.ok()) return s;
-  absl::StatusOr<KvCache> cache = model.NewCache(model.device());
-  if (!cache.ok()) return cache.status();
+  Sampler sampler(options.sampling);
+  absl::StatusOr<Session> session = Session::Create(model);
+  if (!session.ok()) return session.status();
 
   GenerateStats stats;
   stats.prompt_tokens = n;
-  const auto emit = [&](int32_t prev, int32_t token) -> absl::Status {
-    absl::StatusOr<std::string> piece = tokenizer.Decode(prev, token);
+  StreamDecoder stream(tokenizer, /*skip_special_tokens=*/true);
+  const auto emit = [&](int32_t token) -> absl::Status {
+    absl::StatusOr<std::string> piece = stream.Push(token);
     if (!piece.ok()) return piece.status();
-    if (Printable(*piece)) on_text(*piece);
+    if (!piece->empty()) on_text(*piece);
     return absl::OkStatus();
   };
-  // Positions 1 .. n-1 hold the prompt; like run.c, every forward pass at
-  // position p prints the token of position p + 1, up to position `steps`.
-  for (int i = 1; i < n && i <= options.steps; ++i) {
-    if (absl::Status s = emit((*prompt)[i - 1], (*prompt)[i]); !s.ok()) return s;
+  // Like run.c, the pass at position p shows the token of position p + 1, up
+  // to position `steps`: the prompt's first token (BOS) is never shown.
+  if (options.echo_prompt) {
+    stream.Reset({prompt->front()});
+    for (int i = 1; i < n && i <= options.steps; ++i) {
+      if (absl::Status s = emit((*prompt)[i]); !s.ok()) return s;
+    }
+  } else {
+    stream.Reset({prompt->back()});
   }
-  if (n > options.steps) return stats;
+  if (n > options.steps) {
+    if (const std::string rest = stream.Finish(); !rest.empty()) on_text(rest);
+    return stats;
+  }
 
-  // Prefill: the forward passes of positions 0 .. n-1 in one step.
-  double unused_trace = 0, unused_realize = 0;
   Clock::time_point start = Clock::now();
-  absl::StatusOr<std::vector<float>> logits =
-      Step(model, *cache, *prompt, 0, &unused_trace, &unused_realize);
+  absl::StatusOr<std::vector<float>> logits = session->Feed(*prompt);
   if (!logits.ok()) return logits.status();
-  absl::StatusOr<int32_t> next = sampler.Sample(*logits);
+  absl::StatusOr<int32_t> next = SampleToken(sampler, *logits, tokenizer);
   if (!next.ok()) return next.status();
   stats.prefill_seconds = SecondsSince(start);
 
   // Decode: one forward pass per position n .. steps-1.
   start = Clock::now();
-  int32_t token = prompt->back();
+  const double trace0 = session->trace_seconds(), realize0 = session->realize_seconds();
   for (int pos = n;; ++pos) {
-    if (*next == Tokenizer::kBos || *next == Tokenizer::kEos) break;
-    if (absl::Status s = emit(token, *next); !s.ok()) return s;
+    if (IsStop(loaded, *next)) break;
+    if (absl::Status s = emit(*next); !s.ok()) return s;
     ++stats.generated_tokens;
-    token = *next;
     if (pos == options.steps) break;
-    logits = Step(model, *cache, {token}, pos, &stats.decode_trace_seconds,
-                  &stats.decode_realize_seconds);
+    logits = session->Feed({*next});
     if (!logits.ok()) return logits.status();
-    next = sampler.Sample(*logits);
+    next = SampleToken(sampler, *logits, tokenizer);
     if (!next.ok()) return next.status();
   }
+  if (const std::string rest = stream.Finish(); !rest.empty()) on_text(rest);
   stats.decode_seconds = SecondsSince(start);
+  stats.decode_trace_seconds = session->trace_seconds() - trace0;
+  stats.decode_realize_seconds = session->realize_seconds() - realize0;
   return stats;
+}
+
+absl::StatusOr<int> ContinueSession(Session& session, std::vector<float> logits,
+                                    const LoadedTokenizer& loaded, Sampler& sampler,
+                                    int max_tokens,
+                                    const std::function<void(absl::string_view)>& on_text) {
+  const Tokenizer& tokenizer = *loaded.tokenizer;
+  StreamDecoder stream(tokenizer, /*skip_special_tokens=*/true);
+  stream.Reset(session.tokens().empty()
+                   ? std::vector<int32_t>()
+                   : std::vector<int32_t>(session.tokens().end() - 1, session.tokens().end()));
+  int sampled = 0;
+  while (sampled < max_tokens && session.size() < session.context()) {
+    absl::StatusOr<int32_t> next = SampleToken(sampler, logits, tokenizer);
+    if (!next.ok()) return next.status();
+    ++sampled;
+    const bool stop = IsStop(loaded, *next);
+    if (!stop) {
+      absl::StatusOr<std::string> piece = stream.Push(*next);
+      if (!piece.ok()) return piece.status();
+      if (!piece->empty()) on_text(*piece);
+    }
+    // The stop token joins the conversation as the template would write it.
+    absl::StatusOr<std::vector<float>> row = session.Feed({*next});
+    if (!row.ok()) return row.status();
+    logits = *std::move(row);
+    if (stop) break;
+  }
+  if (const std::string rest = stream.Finish(); !rest.empty()) on_text(rest);
+  return sampled;
 }
 
 }  // namespace kiln::models

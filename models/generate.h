@@ -1,8 +1,8 @@
 // The text generation loop: prefill the prompt in one step, then decode one
 // token per step, streaming text as it is produced. Follows llama2.c's run.c:
-// `steps` counts forward passes (positions 0 .. steps-1, BOS and prompt
-// included), each of which yields the token of the next position; a sampled
-// BOS (or EOS) ends the text.
+// `steps` counts forward passes (positions 0 .. steps-1, the prompt
+// included), each of which yields the token of the next position; a stop
+// token (EOS, end of turn; BOS too for llama2.c) ends the text.
 #ifndef KILN_MODELS_GENERATE_H_
 #define KILN_MODELS_GENERATE_H_
 
@@ -12,8 +12,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "models/llama.h"
+#include "models/load_model.h"
 #include "models/sampler.h"
-#include "models/tokenizer.h"
+#include "models/session.h"
 
 namespace kiln::models {
 
@@ -21,6 +22,11 @@ struct GenerateOptions {
   std::string prompt;
   int steps = 256;  // positions in all; at most the model's context
   Sampler::Options sampling;
+  // Tokenize the prompt with the tokenizer's own BOS and the like; off for a
+  // prompt rendered from a chat template (which writes them itself).
+  bool add_special_tokens = true;
+  // Stream the prompt's text before the generated text (as run.c does).
+  bool echo_prompt = true;
 };
 
 struct GenerateStats {
@@ -37,11 +43,19 @@ struct GenerateStats {
 };
 
 // Runs on the model's device (see LlamaModel::To). Calls on_text with each
-// piece of text (prompt pieces first) as soon as it is known. InvalidArgument when the prompt alone fills the context or steps is
-// out of range.
-absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const Tokenizer& tokenizer,
+// piece of text as soon as it is whole UTF-8. InvalidArgument when the
+// prompt alone fills the context or steps is out of range.
+absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedTokenizer& tokenizer,
                                        const GenerateOptions& options,
                                        const std::function<void(absl::string_view)>& on_text);
+
+// Samples up to `max_tokens` tokens after what `session` holds (whose last
+// logits are `logits`), streaming their text, and stops after a stop token
+// (fed to the session, not shown). Returns the number of tokens sampled.
+absl::StatusOr<int> ContinueSession(Session& session, std::vector<float> logits,
+                                    const LoadedTokenizer& tokenizer, Sampler& sampler,
+                                    int max_tokens,
+                                    const std::function<void(absl::string_view)>& on_text);
 
 }  // namespace kiln::models
 

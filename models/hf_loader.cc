@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -49,6 +50,7 @@ class ConfigReader {
   absl::Status Bad(const char* key, absl::string_view why) const {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": \"", key, "\" ", why));
   }
+  const std::string& path() const { return path_; }
   absl::Status Unsupported(absl::string_view what) const {
     return absl::UnimplementedError(absl::StrCat(path_, ": ", what, " is not supported"));
   }
@@ -61,10 +63,11 @@ class ConfigReader {
     }
     if (!v->is_number_integer())
       return Bad(key, absl::StrCat("is ", v->dump(), ", not an integer"));
-    if (!v->is_number_unsigned() || v->get<uint64_t>() == 0 || v->get<uint64_t>() > INT_MAX) {
+    // Parsed JSON holds positive integers as unsigned, built JSON as signed.
+    if (v->get<int64_t>() <= 0 || v->get<int64_t>() > INT_MAX) {
       return Bad(key, absl::StrCat("is ", v->dump(), ", not a positive int"));
     }
-    return static_cast<int>(v->get<uint64_t>());
+    return static_cast<int>(v->get<int64_t>());
   }
   absl::StatusOr<double> Number(const char* key, double fallback) const {
     const json* v = Field(key);
@@ -91,23 +94,118 @@ class ConfigReader {
     lhs = *std::move(_kiln_value);                      \
   } while (false)
 
-// A rope_scaling / rope_parameters object other than plain RoPE changes the
-// frequencies at every position, so ignoring it would give wrong logits.
-absl::Status CheckRopeType(const ConfigReader& r, const char* key, const json& rope) {
-  if (!rope.is_object()) return r.Bad(key, "is not an object");
-  for (const char* type_key : {"rope_type", "type"}) {
-    const auto it = rope.find(type_key);
-    if (it == rope.end()) continue;
-    if (!it->is_string() || it->get<std::string>() != "default") {
-      return r.Unsupported(absl::StrCat("RoPE scaling (\"", key, "\" of type ", it->dump(), ")"));
+// The architectures kiln runs, by config.json's "architectures" entry (or
+// "model_type" when that is absent), and what each implies.
+struct Architecture {
+  const char* name;
+  const char* model_type;
+  bool qkv_bias;       // Qwen2's q/k/v projections always carry biases
+  bool qk_norm;        // Qwen3 normalizes each query and key head
+  bool reads_attention_bias;  // "attention_bias" adds biases to q, k, v and o
+  bool sliding_window;        // "sliding_window" applies unless use_sliding_window is false
+};
+constexpr Architecture kArchitectures[] = {
+    {"LlamaForCausalLM", "llama", false, false, true, false},
+    {"MistralForCausalLM", "mistral", false, false, false, true},
+    {"Qwen2ForCausalLM", "qwen2", true, false, false, false},
+    {"Qwen3ForCausalLM", "qwen3", false, true, true, false},
+};
+
+absl::StatusOr<const Architecture*> FindArchitecture(const ConfigReader& r) {
+  std::string wanted;
+  if (const json* list = r.Field("architectures")) {
+    if (!list->is_array() || list->empty() || !(*list)[0].is_string()) {
+      return r.Bad("architectures", "is not a list of names");
     }
+    if (list->size() > 1) return r.Bad("architectures", "names more than one architecture");
+    wanted = (*list)[0].get<std::string>();
+    for (const Architecture& a : kArchitectures) {
+      if (wanted == a.name) return &a;
+    }
+  } else if (const json* type = r.Field("model_type")) {
+    if (!type->is_string()) return r.Bad("model_type", "is not a string");
+    wanted = type->get<std::string>();
+    for (const Architecture& a : kArchitectures) {
+      if (wanted == a.model_type) return &a;
+    }
+  } else {
+    // Older Llama exports carry neither; their fields are Llama's.
+    return &kArchitectures[0];
+  }
+  std::vector<std::string> names;
+  for (const Architecture& a : kArchitectures) names.push_back(a.name);
+  return r.Unsupported(absl::StrCat("architecture \"", wanted, "\" (kiln runs ",
+                                    absl::StrJoin(names, ", "), ")"));
+}
+
+// "rope_scaling" (transformers 4) or "rope_parameters" (transformers 5, which
+// also holds rope_theta). Types that change with the sequence length
+// (dynamic NTK, longrope) are refused rather than approximated.
+absl::Status ParseRopeScaling(const ConfigReader& r, const char* key, const json& rope,
+                              LlamaConfig& c) {
+  if (!rope.is_object()) return r.Bad(key, "is not an object");
+  const ConfigReader in(rope, r.path());
+  std::string type = "default";
+  for (const char* type_key : {"rope_type", "type"}) {
+    if (const json* t = in.Field(type_key)) {
+      if (!t->is_string()) return r.Bad(key, absl::StrCat("has a ", type_key, " that is not a string"));
+      type = t->get<std::string>();
+      break;
+    }
+  }
+  KILN_ASSIGN(c.rope_theta, in.Number("rope_theta", c.rope_theta));
+  RopeScaling& s = c.rope_scaling;
+  if (type == "default") {
+    s.type = RopeScaling::Type::kDefault;
+    return absl::OkStatus();
+  }
+  KILN_ASSIGN(s.factor, in.Number("factor", 1.0));
+  if (type == "linear") {
+    s.type = RopeScaling::Type::kLinear;
+  } else if (type == "llama3") {
+    s.type = RopeScaling::Type::kLlama3;
+    KILN_ASSIGN(s.low_freq_factor, in.Number("low_freq_factor", 1.0));
+    KILN_ASSIGN(s.high_freq_factor, in.Number("high_freq_factor", 4.0));
+    KILN_ASSIGN(s.original_max_position_embeddings,
+                in.PositiveInt("original_max_position_embeddings", std::nullopt));
+  } else if (type == "yarn") {
+    s.type = RopeScaling::Type::kYarn;
+    KILN_ASSIGN(s.beta_fast, in.Number("beta_fast", 32.0));
+    KILN_ASSIGN(s.beta_slow, in.Number("beta_slow", 1.0));
+    KILN_ASSIGN(s.truncate, in.Bool("truncate", true));
+    if (in.Field("attention_factor") != nullptr) {
+      double f = 0;
+      KILN_ASSIGN(f, in.Number("attention_factor", 1.0));
+      s.attention_factor = f;
+    }
+    double mscale = 0, mscale_all_dim = 0;
+    KILN_ASSIGN(mscale, in.Number("mscale", 0.0));
+    KILN_ASSIGN(mscale_all_dim, in.Number("mscale_all_dim", 0.0));
+    // The pre-scaling context sets the ramp; transformers 5 takes the model's
+    // context when it is not given.
+    KILN_ASSIGN(s.original_max_position_embeddings,
+                in.PositiveInt("original_max_position_embeddings", c.max_seq_len));
+    const auto yarn_mscale = [&](double m) {
+      return s.factor <= 1 ? 1.0 : 0.1 * m * std::log(s.factor) + 1.0;
+    };
+    if (!s.attention_factor && mscale != 0 && mscale_all_dim != 0) {
+      s.attention_factor = yarn_mscale(mscale) / yarn_mscale(mscale_all_dim);
+    }
+  } else {
+    return r.Unsupported(absl::StrCat("RoPE scaling of type \"", type, "\" (in \"", key,
+                                      "\"; kiln reads default, linear, llama3 and yarn)"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<LlamaConfig> ParseConfig(const json& config, const std::string& path) {
+}  // namespace
+
+absl::StatusOr<LlamaConfig> ParseHfConfig(const json& config, const std::string& path) {
   const ConfigReader r(config, path);
   LlamaConfig c;
+  const Architecture* arch = nullptr;
+  KILN_ASSIGN(arch, FindArchitecture(r));
+  c.architecture = arch->name;
   KILN_ASSIGN(c.dim, r.PositiveInt("hidden_size", std::nullopt));
   KILN_ASSIGN(c.hidden_dim, r.PositiveInt("intermediate_size", std::nullopt));
   KILN_ASSIGN(c.n_layers, r.PositiveInt("num_hidden_layers", std::nullopt));
@@ -118,35 +216,51 @@ absl::StatusOr<LlamaConfig> ParseConfig(const json& config, const std::string& p
   KILN_ASSIGN(c.norm_eps, r.Number("rms_norm_eps", 1e-6));                     // HF's default
   KILN_ASSIGN(c.tied_embeddings, r.Bool("tie_word_embeddings", false));
   KILN_ASSIGN(c.rope_theta, r.Number("rope_theta", 10000.0));
-  if (const json* rope = r.Field("rope_parameters")) {  // newer transformers
-    if (absl::Status s = CheckRopeType(r, "rope_parameters", *rope); !s.ok()) return s;
-    const ConfigReader inner(*rope, path);
-    KILN_ASSIGN(c.rope_theta, inner.Number("rope_theta", c.rope_theta));
-  }
-  if (const json* scaling = r.Field("rope_scaling")) {
-    if (absl::Status s = CheckRopeType(r, "rope_scaling", *scaling); !s.ok()) return s;
+  if (const json* rope = r.Field("rope_parameters")) {
+    if (absl::Status s = ParseRopeScaling(r, "rope_parameters", *rope, c); !s.ok()) return s;
+  } else if (const json* scaling = r.Field("rope_scaling")) {
+    if (absl::Status s = ParseRopeScaling(r, "rope_scaling", *scaling, c); !s.ok()) return s;
   }
   c.rope_style = RopeStyle::kRotateHalf;
-  for (const char* bias : {"attention_bias", "mlp_bias"}) {
-    bool on = false;
-    KILN_ASSIGN(on, r.Bool(bias, false));
-    if (on) return r.Unsupported(absl::StrCat("\"", bias, "\": true"));
+  c.qkv_bias = arch->qkv_bias;
+  c.qk_norm = arch->qk_norm;
+  bool attention_bias = false;
+  KILN_ASSIGN(attention_bias, r.Bool("attention_bias", false));
+  if (attention_bias) {
+    if (!arch->reads_attention_bias) {
+      return r.Unsupported(absl::StrCat("\"attention_bias\": true for ", arch->name));
+    }
+    c.qkv_bias = c.o_bias = true;
   }
+  bool mlp_bias = false;
+  KILN_ASSIGN(mlp_bias, r.Bool("mlp_bias", false));
+  if (mlp_bias) return r.Unsupported("\"mlp_bias\": true");
   if (const json* act = r.Field("hidden_act"); act != nullptr && *act != "silu") {
     return r.Unsupported(absl::StrCat("\"hidden_act\": ", act->dump(), " (kiln's MLP is SiLU)"));
   }
   if (r.Field("head_dim") != nullptr) {
-    int head_dim = 0;
-    KILN_ASSIGN(head_dim, r.PositiveInt("head_dim", std::nullopt));
-    if (head_dim != c.head_dim()) {
-      return r.Unsupported(absl::StrCat("\"head_dim\": ", head_dim, " other than hidden_size / ",
-                                        "num_attention_heads (", c.head_dim(), ")"));
+    KILN_ASSIGN(c.explicit_head_dim, r.PositiveInt("head_dim", std::nullopt));
+    if (c.n_heads > 0 && c.dim % c.n_heads == 0 && c.explicit_head_dim == c.dim / c.n_heads) {
+      c.explicit_head_dim = 0;  // the usual width, written out
     }
+  }
+  // A sliding window only changes attention past its width; kiln caps the
+  // context there instead of masking.
+  bool sliding = arch->sliding_window;
+  if (r.Field("use_sliding_window") != nullptr) {
+    KILN_ASSIGN(sliding, r.Bool("use_sliding_window", false));
+  }
+  if (sliding && r.Field("sliding_window") != nullptr) {
+    int window = 0;
+    KILN_ASSIGN(window, r.PositiveInt("sliding_window", std::nullopt));
+    c.max_seq_len = std::min(c.max_seq_len, window);
   }
   // torch_dtype is not read: the weights' own dtype decides config.dtype.
   if (absl::Status s = c.Validate(path); !s.ok()) return s;
   return c;
 }
+
+namespace {
 
 // The safetensors files of a checkpoint and which holds each tensor.
 struct WeightFiles {
@@ -281,9 +395,16 @@ absl::Status CheckUnexpected(const WeightFiles& w, const LlamaConfig& c,
                              const std::string& config_path) {
   for (const auto& [name, index] : w.where) {
     const std::string& path = w.files[index].path();
-    if (absl::EndsWith(name, ".bias")) {
+    const bool expected_bias =
+        (c.qkv_bias && (absl::EndsWith(name, ".self_attn.q_proj.bias") ||
+                        absl::EndsWith(name, ".self_attn.k_proj.bias") ||
+                        absl::EndsWith(name, ".self_attn.v_proj.bias"))) ||
+        (c.o_bias && absl::EndsWith(name, ".self_attn.o_proj.bias"));
+    if (absl::EndsWith(name, ".bias") && !expected_bias) {
       return absl::UnimplementedError(absl::StrCat(
-          path, ": tensor '", name, "' is a bias, which kiln's Llama does not support"));
+          path, ": tensor '", name, "' is a bias that ", c.architecture,
+          " as configured does not have (kiln reads attention biases only where the config "
+          "says so)"));
     }
     constexpr absl::string_view kPrefix = "model.layers.";
     if (!absl::StartsWith(name, kPrefix)) continue;
@@ -305,17 +426,17 @@ absl::StatusOr<LoadedModel> LoadHuggingFace(const std::string& dir) {
   absl::StatusOr<json> config_json = ReadJsonObject(config_path);
   if (!config_json.ok()) return config_json.status();
   LoadedModel model;
-  KILN_ASSIGN(model.config, ParseConfig(*config_json, config_path));
+  KILN_ASSIGN(model.config, ParseHfConfig(*config_json, config_path));
   LlamaConfig& c = model.config;
 
   absl::StatusOr<WeightFiles> files = OpenWeights(dir);
   if (!files.ok()) return files.status();
   if (absl::Status s = CheckUnexpected(*files, c, config_path); !s.ok()) return s;
-  c.qk_norm = files->where.count("model.layers.0.self_attn.q_norm.weight") > 0;
+  c.qk_norm = c.qk_norm || files->where.count("model.layers.0.self_attn.q_norm.weight") > 0;
 
   WeightReader r(*files, config_path, c);
   const int64_t dim = c.dim, hidden = c.hidden_dim, kv = c.kv_dim(), vocab = c.vocab_size;
-  const int64_t head = c.head_dim();
+  const int64_t head = c.head_dim(), qd = c.q_dim();
   LlamaWeights& w = model.weights;
   KILN_ASSIGN(w.embedding, r.Take("model.embed_tokens.weight", {vocab, dim}));
   w.layers.resize(c.n_layers);
@@ -323,10 +444,16 @@ absl::StatusOr<LoadedModel> LoadHuggingFace(const std::string& dir) {
     LlamaLayerWeights& l = w.layers[i];
     const std::string p = absl::StrCat("model.layers.", i, ".");
     KILN_ASSIGN(l.attention_norm, r.Take(p + "input_layernorm.weight", {dim}));
-    KILN_ASSIGN(l.wq, r.Take(p + "self_attn.q_proj.weight", {dim, dim}));
+    KILN_ASSIGN(l.wq, r.Take(p + "self_attn.q_proj.weight", {qd, dim}));
     KILN_ASSIGN(l.wk, r.Take(p + "self_attn.k_proj.weight", {kv, dim}));
     KILN_ASSIGN(l.wv, r.Take(p + "self_attn.v_proj.weight", {kv, dim}));
-    KILN_ASSIGN(l.wo, r.Take(p + "self_attn.o_proj.weight", {dim, dim}));
+    KILN_ASSIGN(l.wo, r.Take(p + "self_attn.o_proj.weight", {dim, qd}));
+    if (c.qkv_bias) {
+      KILN_ASSIGN(l.bq, r.Take(p + "self_attn.q_proj.bias", {qd}));
+      KILN_ASSIGN(l.bk, r.Take(p + "self_attn.k_proj.bias", {kv}));
+      KILN_ASSIGN(l.bv, r.Take(p + "self_attn.v_proj.bias", {kv}));
+    }
+    if (c.o_bias) KILN_ASSIGN(l.bo, r.Take(p + "self_attn.o_proj.bias", {dim}));
     KILN_ASSIGN(l.ffn_norm, r.Take(p + "post_attention_layernorm.weight", {dim}));
     KILN_ASSIGN(l.w_gate, r.Take(p + "mlp.gate_proj.weight", {hidden, dim}));
     KILN_ASSIGN(l.w_up, r.Take(p + "mlp.up_proj.weight", {hidden, dim}));

@@ -23,6 +23,7 @@ absl::Status CheckWeight(absl::string_view name, const Tensor& t, const Shape& s
 absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights weights) {
   if (absl::Status s = config.Validate("LlamaModel"); !s.ok()) return s;
   const int64_t dim = config.dim, hidden = config.hidden_dim, kv = config.kv_dim();
+  const int64_t qd = config.q_dim();
   const int64_t head = config.head_dim(), vocab = config.vocab_size, r = config.lora_rank;
   const DType dt = config.dtype;
   if (static_cast<int>(weights.layers.size()) != config.n_layers) {
@@ -39,20 +40,26 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
     const LlamaLayerWeights& l = weights.layers[i];
     const std::string p = absl::StrCat("layers.", i, ".");
     const std::vector<std::tuple<std::string, const Tensor*, Shape>> layer = {
-        {"attention_norm", &l.attention_norm, Shape{dim}}, {"wq", &l.wq, Shape{dim, dim}},
+        {"attention_norm", &l.attention_norm, Shape{dim}}, {"wq", &l.wq, Shape{qd, dim}},
         {"wk", &l.wk, Shape{kv, dim}},         {"wv", &l.wv, Shape{kv, dim}},
-        {"wo", &l.wo, Shape{dim, dim}},        {"ffn_norm", &l.ffn_norm, Shape{dim}},
+        {"wo", &l.wo, Shape{dim, qd}},         {"ffn_norm", &l.ffn_norm, Shape{dim}},
         {"w_gate", &l.w_gate, Shape{hidden, dim}}, {"w_down", &l.w_down, Shape{dim, hidden}},
         {"w_up", &l.w_up, Shape{hidden, dim}}};
     for (const auto& [name, t, shape] : layer) checks.push_back({p + name, {t, shape}});
+    if (config.qkv_bias) {
+      checks.push_back({p + "bq", {&l.bq, Shape{qd}}});
+      checks.push_back({p + "bk", {&l.bk, Shape{kv}}});
+      checks.push_back({p + "bv", {&l.bv, Shape{kv}}});
+    }
+    if (config.o_bias) checks.push_back({p + "bo", {&l.bo, Shape{dim}}});
     if (config.qk_norm) {
       checks.push_back({p + "q_norm", {&l.q_norm, Shape{head}}});
       checks.push_back({p + "k_norm", {&l.k_norm, Shape{head}}});
     }
     if (r > 0) {
       const std::vector<std::tuple<std::string, const LoraAdapter*, int64_t, int64_t>> adapters =
-          {{"lora_q", &l.lora_q, dim, dim},          {"lora_k", &l.lora_k, dim, kv},
-           {"lora_v", &l.lora_v, dim, kv},           {"lora_o", &l.lora_o, dim, dim},
+          {{"lora_q", &l.lora_q, dim, qd},           {"lora_k", &l.lora_k, dim, kv},
+           {"lora_v", &l.lora_v, dim, kv},           {"lora_o", &l.lora_o, qd, dim},
            {"lora_gate", &l.lora_gate, dim, hidden}, {"lora_up", &l.lora_up, dim, hidden},
            {"lora_down", &l.lora_down, hidden, dim}};
       for (const auto& [name, a, in, out] : adapters) {
@@ -85,7 +92,16 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
     }
   }
   if (absl::Status s = RealizeAll(views); !s.ok()) return s;
-  return LlamaModel(std::move(config), std::move(weights), std::move(transposed));
+  RopeOptions rope{config.rope_theta, config.rope_style, /*seq_axis=*/0};
+  if (config.rope_scaling.type != RopeScaling::Type::kDefault) {
+    absl::StatusOr<RopeFrequencies> freqs =
+        ComputeRopeFrequencies(config.rope_theta, head, config.rope_scaling);
+    if (!freqs.ok()) return freqs.status();
+    rope.inv_freq = std::move(freqs->inv_freq);
+    rope.attention_scale = freqs->attention_scale;
+  }
+  return LlamaModel(std::move(config), std::move(weights), std::move(transposed),
+                    std::move(rope));
 }
 
 absl::StatusOr<LlamaModel> LlamaModel::To(Device device) const {
@@ -105,7 +121,7 @@ absl::StatusOr<LlamaModel> LlamaModel::To(Device device) const {
   }
   for (LlamaLayerWeights& l : moved.layers) {
     for (Tensor* t : {&l.attention_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate,
-                      &l.w_down, &l.w_up, &l.q_norm, &l.k_norm}) {
+                      &l.w_down, &l.w_up, &l.q_norm, &l.k_norm, &l.bq, &l.bk, &l.bv, &l.bo}) {
       move(*t);
     }
     for (LoraAdapter* a : {&l.lora_q, &l.lora_k, &l.lora_v, &l.lora_o, &l.lora_gate, &l.lora_up,
@@ -136,8 +152,10 @@ Symbol LlamaModel::PositionSymbol(int64_t length) const {
   return Symbol("pos", std::max<int64_t>(0, config_.max_seq_len - length));
 }
 
-Tensor LlamaModel::Linear(const Tensor& x, const Tensor& w_t, const LoraAdapter& lora_t) const {
+Tensor LlamaModel::Linear(const Tensor& x, const Tensor& w_t, const LoraAdapter& lora_t,
+                          const Tensor& bias) const {
   Tensor y = matmul(x, w_t);
+  if (bias.defined()) y = y + bias;
   if (config_.lora_rank > 0) {
     y = y + matmul(matmul(x, lora_t.a), lora_t.b) * config_.lora_scale();
   }
@@ -162,19 +180,17 @@ Tensor LlamaModel::Forward(const Tensor& tokens, const Dim& start, KvCache& cach
     return Tensor::Error(absl::InvalidArgumentError("LlamaModel::Forward: no tokens"));
   }
   const Dim end = start + seq;
-  const RopeOptions rope_options{c.rope_theta, c.rope_style, /*seq_axis=*/0};
-
   // One set of RoPE tables serves every layer's queries and keys.
   const RopeTables rope_for_step =
-      rope_tables(seq, start, head, /*rank=*/3, rope_options, c.dtype, device());
+      rope_tables(seq, start, head, /*rank=*/3, rope_, c.dtype, device());
   Tensor x = index_select(weights_.embedding, 0, to(tokens, device()));  // [T, dim]
   for (int l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     const LlamaLayerWeights& wt = transposed_.layers[l];
     const Tensor h = rms_norm(x, w.attention_norm, c.norm_eps);
-    Tensor q = reshape(Linear(h, wt.wq, wt.lora_q), {seq, c.n_heads, head});
-    Tensor k = reshape(Linear(h, wt.wk, wt.lora_k), {seq, c.n_kv_heads, head});
-    const Tensor v = reshape(Linear(h, wt.wv, wt.lora_v), {seq, c.n_kv_heads, head});
+    Tensor q = reshape(Linear(h, wt.wq, wt.lora_q, w.bq), {seq, c.n_heads, head});
+    Tensor k = reshape(Linear(h, wt.wk, wt.lora_k, w.bk), {seq, c.n_kv_heads, head});
+    const Tensor v = reshape(Linear(h, wt.wv, wt.lora_v, w.bv), {seq, c.n_kv_heads, head});
     if (c.qk_norm) {
       q = rms_norm(q, w.q_norm, c.norm_eps);
       k = rms_norm(k, w.k_norm, c.norm_eps);
@@ -186,7 +202,7 @@ Tensor LlamaModel::Forward(const Tensor& tokens, const Dim& start, KvCache& cach
     const Tensor keys = slice(cache.k[l], 1, 0, end);
     const Tensor values = slice(cache.v[l], 1, 0, end);
     const Tensor o = attention(q, keys, values, {.causal = true});  // [heads, T, head]
-    x = x + Linear(reshape(transpose(o, 0, 1), {seq, c.dim}), wt.wo, wt.lora_o);
+    x = x + Linear(reshape(transpose(o, 0, 1), {seq, c.q_dim()}), wt.wo, wt.lora_o, w.bo);
     const Tensor f = rms_norm(x, w.ffn_norm, c.norm_eps);
     const Tensor gated =
         silu(Linear(f, wt.w_gate, wt.lora_gate)) * Linear(f, wt.w_up, wt.lora_up);

@@ -50,18 +50,23 @@ class LlamaModel {
   Symbol PositionSymbol(int64_t length) const;
 
  private:
-  LlamaModel(LlamaConfig config, LlamaWeights weights, LlamaWeights transposed)
+  LlamaModel(LlamaConfig config, LlamaWeights weights, LlamaWeights transposed, RopeOptions rope)
       : config_(std::move(config)),
         weights_(std::move(weights)),
-        transposed_(std::move(transposed)) {}
-  // x @ w^T (+ the adapter), with w^T taken from transposed_.
-  Tensor Linear(const Tensor& x, const Tensor& w_t, const LoraAdapter& lora_t) const;
+        transposed_(std::move(transposed)),
+        rope_(std::move(rope)) {}
+  // x @ w^T (+ the adapter) (+ bias when defined), with w^T taken from
+  // transposed_.
+  Tensor Linear(const Tensor& x, const Tensor& w_t, const LoraAdapter& lora_t,
+                const Tensor& bias = Tensor()) const;
 
   LlamaConfig config_;
   LlamaWeights weights_;
   // Every matrix as a realized [in, out] view (no copy), made once so that no
   // step records a transpose per projection.
   LlamaWeights transposed_;
+  // Theta, style and (for scaled RoPE) the frequencies, computed once.
+  RopeOptions rope_;
 };
 
 }  // namespace kiln::models

@@ -47,6 +47,7 @@ absl::StatusOr<LoadedModel> LoadLlama2c(const std::string& path) {
   std::memcpy(header, f.data(), kHeaderBytes);
   LoadedModel model;
   LlamaConfig& c = model.config;
+  c.architecture = "llama2.c";
   c.dim = header[0];
   c.hidden_dim = header[1];
   c.n_layers = header[2];

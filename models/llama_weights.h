@@ -17,10 +17,12 @@ struct LoraAdapter {
 
 struct LlamaLayerWeights {
   Tensor attention_norm;  // [dim]
-  Tensor wq;              // [dim, dim]
+  Tensor wq;              // [q_dim, dim] (q_dim = heads * head_dim, usually dim)
   Tensor wk;              // [kv_dim, dim]
   Tensor wv;              // [kv_dim, dim]
-  Tensor wo;              // [dim, dim]
+  Tensor wo;              // [dim, q_dim]
+  // With config.qkv_bias: [q_dim], [kv_dim], [kv_dim]; with config.o_bias: [dim].
+  Tensor bq, bk, bv, bo;
   Tensor ffn_norm;        // [dim]
   Tensor w_gate;          // [hidden, dim]   (llama2.c w1)
   Tensor w_down;          // [dim, hidden]   (llama2.c w2)

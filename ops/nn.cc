@@ -90,6 +90,16 @@ absl::Status CheckRope(const Shape& shape, int rank, const RopeOptions& options,
     return absl::InvalidArgumentError(
         absl::StrCat("rope: theta must be positive and finite, got ", options.theta));
   }
+  if (!options.inv_freq.empty() &&
+      static_cast<int64_t>(options.inv_freq.size()) * 2 != head.value()) {
+    return absl::InvalidArgumentError(absl::StrCat("rope: ", options.inv_freq.size(),
+                                                   " inverse frequencies for a head dim of ",
+                                                   head.value()));
+  }
+  if (!(options.attention_scale > 0) || !std::isfinite(options.attention_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rope: attention_scale must be positive and finite, got ", options.attention_scale));
+  }
   *seq_axis = *axis;
   return absl::OkStatus();
 }
@@ -109,12 +119,22 @@ RopeTables rope_tables(const Dim& seq, const Dim& start, int64_t head_dim, int r
   const int64_t half = d / 2;
   // Angles [seq, d/2] in f32: pos * (1 / theta^(2i/d)), as llama2.c computes them.
   const Tensor pos = cast(iota(seq, start, 1, DType::kI32, device), DType::kF32);
-  const Tensor exponents = cast(iota(half, 0, 2, DType::kI32, device), DType::kF32) /
-                           static_cast<double>(d);
-  const Tensor inv_freq = recip(pow(full({half}, options.theta, DType::kF32, device), exponents));
+  Tensor inv_freq;
+  if (options.inv_freq.empty()) {
+    const Tensor exponents = cast(iota(half, 0, 2, DType::kI32, device), DType::kF32) /
+                             static_cast<double>(d);
+    inv_freq = recip(pow(full({half}, options.theta, DType::kF32, device), exponents));
+  } else {
+    const std::vector<float> values(options.inv_freq.begin(), options.inv_freq.end());
+    inv_freq = to(Tensor::FromHost<float>(values, {half}), device);
+  }
   const Tensor angles = unsqueeze(pos, 1) * unsqueeze(inv_freq, 0);
-  const Tensor c = cos(angles);
-  const Tensor s = sin(angles);
+  Tensor c = cos(angles);
+  Tensor s = sin(angles);
+  if (options.attention_scale != 1.0) {
+    c = c * options.attention_scale;
+    s = s * options.attention_scale;
+  }
   // Element j of a head pairs with partner[j]; out_j = x_j cos - x_partner sin
   // for the first of a pair, x_j cos + x_partner sin for the second.
   Tensor cos_d, sin_d;

@@ -6,6 +6,7 @@
 #define KILN_OPS_NN_H_
 
 #include <optional>
+#include <vector>
 
 #include "tensor/dim.h"
 #include "tensor/tensor.h"
@@ -33,6 +34,11 @@ struct RopeOptions {
   double theta = 10000.0;
   RopeStyle style = RopeStyle::kInterleaved;
   int seq_axis = -2;  // the axis positions advance along; the last is the head dim
+  // Scaled RoPE (models/rope_scaling.h): when not empty, pair i turns by
+  // pos * inv_freq[i] instead (theta unused), one entry per pair; cos and sin
+  // are multiplied by attention_scale.
+  std::vector<double> inv_freq;
+  double attention_scale = 1.0;
 };
 
 // Rotary position embedding of x[..., d] (d even) for positions start,

@@ -15,13 +15,13 @@ const std::string kModels = std::string(KILN_SHARED_DIR) + "/models";
 
 struct Stories {
   LlamaModel model;
-  Tokenizer tokenizer;
+  LoadedTokenizer tokenizer;
 };
 
 Stories LoadStories() {
   absl::StatusOr<LlamaModel> model = LoadModel(kModels + "/stories260K.bin");
   EXPECT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<Tokenizer> tokenizer =
+  absl::StatusOr<LoadedTokenizer> tokenizer =
       LoadTokenizerFor(kModels + "/stories260K.bin", kModels + "/tok512.bin", 512);
   EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
   return Stories{*std::move(model), *std::move(tokenizer)};
@@ -95,7 +95,7 @@ TEST(LoadModel, NamesMissingPaths) {
   absl::StatusOr<LlamaModel> model = LoadModel("/nonexistent/model.bin");
   EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(model.status().message(), HasSubstr("/nonexistent/model.bin"));
-  absl::StatusOr<Tokenizer> tokenizer = LoadTokenizerFor("/nonexistent/model.bin", "", 512);
+  absl::StatusOr<LoadedTokenizer> tokenizer = LoadTokenizerFor("/nonexistent/model.bin", "", 512);
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(tokenizer.status().message(), HasSubstr("--tokenizer"));
 }

@@ -25,7 +25,7 @@ TEST(GpuModel, GreedyStories260KOnCudaPrintsTheGoldenText) {
   ASSERT_TRUE(cpu_model.ok()) << cpu_model.status();
   absl::StatusOr<LlamaModel> model = cpu_model->To(Device::Cuda());
   ASSERT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<Tokenizer> tokenizer =
+  absl::StatusOr<LoadedTokenizer> tokenizer =
       LoadTokenizerFor(kModels + "/stories260K.bin", kModels + "/tok512.bin", 512);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   GenerateOptions options;

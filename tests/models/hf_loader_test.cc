@@ -453,27 +453,144 @@ TEST(HfLoader, IntegerWeights) {
                   "weights must be f32, f16 or bf16");
 }
 
-TEST(HfLoader, BiasesAreUnimplemented) {
+TEST(HfLoader, UnexpectedBiasIsUnimplemented) {
   Named weights = Tiny().Weights();
   weights.emplace_back("model.layers.0.self_attn.q_proj.bias",
                        Tensor::FromHost<float>(std::vector<float>(16, 0.0f), {16}));
   const std::string dir = WriteModel("bias", Tiny().Config(), weights);
   ExpectLoadFails(dir, absl::StatusCode::kUnimplemented, dir + "/model.safetensors",
-                  "'model.layers.0.self_attn.q_proj.bias' is a bias");
+                  "'model.layers.0.self_attn.q_proj.bias' is a bias that LlamaForCausalLM");
 }
 
-TEST(HfLoader, RopeScalingIsUnimplemented) {
+// Adds q/k/v/o biases of `value` to every layer of `weights`.
+Named WithAttentionBiases(Named weights, const Tiny& t, float value) {
+  const int64_t kv = t.dim / t.heads * t.kv_heads;
+  for (int i = 0; i < t.layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
+    for (const auto& [name, n] : std::vector<std::pair<std::string, int64_t>>{
+             {"q_proj", t.dim}, {"k_proj", kv}, {"v_proj", kv}, {"o_proj", t.dim}}) {
+      weights.emplace_back(p + name + ".bias",
+                           Tensor::FromHost<float>(std::vector<float>(n, value), {n}));
+    }
+  }
+  return weights;
+}
+
+TEST(HfLoader, AttentionBiasLoadsTheBiases) {
+  const Tiny t;
+  json config = t.Config();
+  config["attention_bias"] = true;
+  const std::string dir = WriteModel("attention_bias", config, WithAttentionBiases(t.Weights(), t, 0.5f));
+  absl::StatusOr<LoadedModel> m = LoadHuggingFace(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->config.qkv_bias);
+  EXPECT_TRUE(m->config.o_bias);
+  EXPECT_THAT(ReadF32(m->weights.layers[1].bo), ::testing::Each(0.5f));
+}
+
+TEST(HfLoader, AttentionBiasMissingInTheWeights) {
+  json config = Tiny().Config();
+  config["attention_bias"] = true;
+  const std::string dir = WriteModel("attention_bias_missing", config, Tiny().Weights());
+  ExpectLoadFails(dir, absl::StatusCode::kNotFound, dir + "/model.safetensors",
+                  "no tensor 'model.layers.0.self_attn.q_proj.bias'");
+}
+
+TEST(HfLoader, Qwen2HasQkvBiasesButNoOutputBias) {
+  const Tiny t;
+  json config = t.Config();
+  config["architectures"] = {"Qwen2ForCausalLM"};
+  Named weights = WithAttentionBiases(t.Weights(), t, 0.25f);
+  std::erase_if(weights, [](const auto& p) { return p.first.find("o_proj.bias") != std::string::npos; });
+  const std::string dir = WriteModel("qwen2_biases", config, weights);
+  absl::StatusOr<LoadedModel> m = LoadHuggingFace(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->config.architecture, "Qwen2ForCausalLM");
+  EXPECT_TRUE(m->config.qkv_bias);
+  EXPECT_FALSE(m->config.o_bias);
+}
+
+TEST(HfLoader, UnknownArchitectureIsUnimplemented) {
+  json config = Tiny().Config();
+  config["architectures"] = {"GemmaForCausalLM"};
+  const std::string dir = WriteModel("gemma", config, Tiny().Weights());
+  ExpectLoadFails(dir, absl::StatusCode::kUnimplemented, dir + "/config.json",
+                  "architecture \"GemmaForCausalLM\" (kiln runs LlamaForCausalLM, MistralForCausalLM, "
+                  "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+}
+
+TEST(HfLoader, DynamicRopeScalingIsUnimplemented) {
+  json config = Tiny().Config();
+  config["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 8.0}};
+  const std::string dir = WriteModel("rope_dynamic", config, Tiny().Weights());
+  ExpectLoadFails(dir, absl::StatusCode::kUnimplemented, dir + "/config.json",
+                  "RoPE scaling of type \"dynamic\"");
+}
+
+TEST(HfLoader, Llama3RopeScalingNeedsTheOriginalContext) {
   json config = Tiny().Config();
   config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-  const std::string dir = WriteModel("rope_scaling", config, Tiny().Weights());
-  ExpectLoadFails(dir, absl::StatusCode::kUnimplemented, dir + "/config.json", "RoPE scaling");
+  const std::string dir = WriteModel("rope_llama3_bad", config, Tiny().Weights());
+  ExpectLoadFails(dir, absl::StatusCode::kInvalidArgument, dir + "/config.json",
+                  "\"original_max_position_embeddings\" is missing");
 }
 
-TEST(HfLoader, DecoupledHeadDimIsUnimplemented) {
+TEST(HfLoader, Llama3RopeScalingIsRead) {
   json config = Tiny().Config();
-  config["head_dim"] = 16;
-  const std::string dir = WriteModel("head_dim", config, Tiny().Weights());
-  ExpectLoadFails(dir, absl::StatusCode::kUnimplemented, dir + "/config.json", "\"head_dim\"");
+  config.erase("rope_scaling");
+  config["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 250000.0}, {"factor", 8.0},
+                               {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                               {"original_max_position_embeddings", 32}};
+  const std::string dir = WriteModel("rope_llama3", config, Tiny().Weights());
+  absl::StatusOr<LoadedModel> m = LoadHuggingFace(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->config.rope_theta, 250000.0);
+  EXPECT_EQ(m->config.rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_EQ(m->config.rope_scaling.original_max_position_embeddings, 32);
+  absl::StatusOr<LlamaModel> model = LlamaModel::Create(m->config, m->weights);
+  ASSERT_TRUE(model.ok()) << model.status();
+}
+
+TEST(HfLoader, ExplicitHeadDimSetsTheProjectionShapes) {
+  Tiny t;
+  json config = t.Config();
+  config["head_dim"] = 6;  // 4 heads of 6 (q_dim 24) over a hidden size of 16
+  Named weights = t.Weights();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  const auto random = [&](std::vector<int64_t> sizes) {
+    std::vector<float> values(static_cast<size_t>(NumElements(sizes)));
+    for (float& v : values) v = normal(rng);
+    return Tensor::FromHost<float>(values, sizes);
+  };
+  for (int i = 0; i < t.layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
+    weights = Replacing(weights, p + "q_proj.weight", random({24, 16}));
+    weights = Replacing(weights, p + "k_proj.weight", random({12, 16}));
+    weights = Replacing(weights, p + "v_proj.weight", random({12, 16}));
+    weights = Replacing(weights, p + "o_proj.weight", random({16, 24}));
+  }
+  const std::string dir = WriteModel("head_dim", config, weights);
+  absl::StatusOr<LoadedModel> m = LoadHuggingFace(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->config.head_dim(), 6);
+  EXPECT_EQ(m->config.q_dim(), 24);
+  absl::StatusOr<LlamaModel> model = LlamaModel::Create(m->config, m->weights);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<KvCache> cache = model->NewCache();
+  ASSERT_TRUE(cache.ok());
+  const Tensor logits = model->Forward(Tensor::FromHost<int32_t>({1, 2, 3}, {3}), Dim(0), *cache);
+  std::vector<float> values = ReadF32(logits);
+  ASSERT_EQ(values.size(), 40u);
+  for (float v : values) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(HfLoader, ExplicitHeadDimDisagreesWithTheWeights) {
+  json config = Tiny().Config();
+  config["head_dim"] = 8 * 2;
+  const std::string dir = WriteModel("head_dim_bad", config, Tiny().Weights());
+  ExpectLoadFails(dir, absl::StatusCode::kInvalidArgument, dir + "/model.safetensors",
+                  "tensor 'model.layers.0.self_attn.q_proj.weight' is f32[16,16]");
 }
 
 }  // namespace

@@ -201,7 +201,7 @@ TEST_F(GpuSearchTrace, Stories260KKeepsItsGoldenText) {
   ASSERT_TRUE(cpu_model.ok()) << cpu_model.status();
   absl::StatusOr<models::LlamaModel> model = cpu_model->To(Device::Cuda());
   ASSERT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<models::Tokenizer> tokenizer =
+  absl::StatusOr<models::LoadedTokenizer> tokenizer =
       models::LoadTokenizerFor(models + "/stories260K.bin", models + "/tok512.bin", 512);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   models::GenerateOptions options;

@@ -1,4 +1,4 @@
-#include "models/tokenizer.h"
+#include "models/text/llama2c_tokenizer.h"
 
 #include <cstring>
 #include <limits>
@@ -76,7 +76,7 @@ struct MergesFirst {
 
 }  // namespace
 
-Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores)
+Llama2cTokenizer::Llama2cTokenizer(std::vector<std::string> pieces, std::vector<float> scores)
     : pieces_(std::move(pieces)), scores_(std::move(scores)) {
   decoded_.reserve(pieces_.size());
   ids_.reserve(pieces_.size());
@@ -88,7 +88,7 @@ Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores)
   }
 }
 
-absl::StatusOr<Tokenizer> Tokenizer::FromPieces(std::vector<std::string> pieces,
+absl::StatusOr<Llama2cTokenizer> Llama2cTokenizer::FromPieces(std::vector<std::string> pieces,
                                                 std::vector<float> scores) {
   if (pieces.empty()) return absl::InvalidArgumentError("tokenizer: empty vocabulary");
   if (pieces.size() != scores.size()) {
@@ -99,10 +99,10 @@ absl::StatusOr<Tokenizer> Tokenizer::FromPieces(std::vector<std::string> pieces,
     return absl::InvalidArgumentError(
         absl::StrCat("tokenizer: ", pieces.size(), " pieces do not fit int32 ids"));
   }
-  return Tokenizer(std::move(pieces), std::move(scores));
+  return Llama2cTokenizer(std::move(pieces), std::move(scores));
 }
 
-absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& path, int vocab_size) {
+absl::StatusOr<Llama2cTokenizer> Llama2cTokenizer::Load(const std::string& path, int vocab_size) {
   if (vocab_size <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": vocab_size must be positive, got ", vocab_size));
@@ -159,15 +159,15 @@ absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& path, int vocab_siz
         absl::StrCat(path, ": ", size - offset, " bytes follow the ", vocab_size,
                      " tokens: the file holds more tokens than the model's vocabulary"));
   }
-  return Tokenizer(std::move(pieces), std::move(scores));
+  return Llama2cTokenizer(std::move(pieces), std::move(scores));
 }
 
-int32_t Tokenizer::Lookup(absl::string_view piece) const {
+int32_t Llama2cTokenizer::Lookup(absl::string_view piece) const {
   auto it = ids_.find(piece);
   return it == ids_.end() ? -1 : it->second;
 }
 
-absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text, bool bos,
+absl::StatusOr<std::vector<int32_t>> Llama2cTokenizer::Encode(absl::string_view text, bool bos,
                                                        bool eos) const {
   auto out_of_vocab = [&](absl::string_view what, int64_t id) {
     return absl::InvalidArgumentError(absl::StrCat("tokenizer: ", what, " id ", id,
@@ -256,7 +256,7 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text, b
   return tokens;
 }
 
-absl::StatusOr<std::string> Tokenizer::Decode(int32_t prev_token, int32_t token) const {
+absl::StatusOr<std::string> Llama2cTokenizer::Decode(int32_t prev_token, int32_t token) const {
   if (token < 0 || token >= vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat("tokenizer: cannot decode token id ", token,
                                                    ": the vocabulary has ", vocab_size(),
@@ -268,6 +268,32 @@ absl::StatusOr<std::string> Tokenizer::Decode(int32_t prev_token, int32_t token)
     return decoded_[token].substr(1);
   }
   return decoded_[token];
+}
+
+absl::StatusOr<std::vector<int32_t>> Llama2cTokenizer::Encode(absl::string_view text,
+                                                              const EncodeOptions& options) const {
+  return Encode(text, options.add_special_tokens, /*eos=*/false);
+}
+
+absl::StatusOr<std::string> Llama2cTokenizer::DecodeBytes(absl::Span<const int32_t> ids,
+                                                          bool skip_special_tokens) const {
+  std::string out;
+  int32_t prev = -1;
+  for (const int32_t id : ids) {
+    if (skip_special_tokens && IsSpecial(id)) {
+      prev = id;
+      continue;
+    }
+    absl::StatusOr<std::string> piece = Decode(prev, id);
+    if (!piece.ok()) return piece.status();
+    out += *piece;
+    prev = id;
+  }
+  return out;
+}
+
+std::string Llama2cTokenizer::Describe() const {
+  return absl::StrCat("llama2.c tokenizer.bin, ", vocab_size(), " tokens");
 }
 
 }  // namespace kiln::models

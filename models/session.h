@@ -1,0 +1,51 @@
+// A model's running state: the KV cache and the tokens it holds. Generation
+// feeds a prompt and then one token per step; a chat keeps the session
+// between turns and feeds only what the new turn adds (Rewind drops what the
+// re-rendered conversation no longer shares).
+#ifndef KILN_MODELS_SESSION_H_
+#define KILN_MODELS_SESSION_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "models/llama.h"
+
+namespace kiln::models {
+
+class Session {
+ public:
+  // A zeroed cache on the model's device. `model` must outlive the session.
+  static absl::StatusOr<Session> Create(const LlamaModel& model);
+
+  // Runs `tokens` at the next positions and returns the logits of the last
+  // ([vocab] floats). InvalidArgument when no tokens are given or they would
+  // pass the context.
+  absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens);
+
+  // Keeps the first `n` tokens (n <= size()); the cache past them is
+  // overwritten by the next Feed.
+  void Rewind(int n);
+
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int size() const { return static_cast<int>(tokens_.size()); }
+  int context() const { return model_->config().max_seq_len; }
+
+  // Time spent recording traces and realizing them, over every Feed.
+  double trace_seconds() const { return trace_seconds_; }
+  double realize_seconds() const { return realize_seconds_; }
+
+ private:
+  Session(const LlamaModel& model, KvCache cache) : model_(&model), cache_(std::move(cache)) {}
+
+  const LlamaModel* model_;
+  KvCache cache_;
+  std::vector<int32_t> tokens_;
+  double trace_seconds_ = 0;
+  double realize_seconds_ = 0;
+};
+
+}  // namespace kiln::models
+
+#endif  // KILN_MODELS_SESSION_H_
