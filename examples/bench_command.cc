@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "examples/bench_steps.h"
 #include "examples/commands.h"
 #include "examples/flags.h"
 #include "models/generate.h"
@@ -13,11 +14,6 @@
 
 namespace kiln::cli {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 int BenchGenerate() {
   const std::string model_path = absl::GetFlag(FLAGS_model);
@@ -102,7 +98,8 @@ int RunBench(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "generate") return BenchGenerate();
   if (!args.empty() && args[0] == "gpu") return BenchGpu();
   if (!args.empty() && args[0] == "fused") return BenchFused();
-  std::fprintf(stderr, "kiln bench: unknown benchmark; available: generate, gpu\n");
+  if (!args.empty() && args[0] == "decode") return BenchDecode();
+  std::fprintf(stderr, "kiln bench: unknown benchmark; available: generate, gpu, fused, decode\n");
   return 2;
 }
 

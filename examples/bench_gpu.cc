@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "examples/bench_steps.h"
 #include "examples/commands.h"
 #include "examples/flags.h"
 #include "models/llama.h"
@@ -20,30 +21,6 @@
 
 namespace kiln::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// One forward step of `n` tokens at `pos`, realized and read back; seconds.
-absl::StatusOr<double> TimedStep(const models::LlamaModel& model, models::KvCache& cache,
-                                 int64_t n, int64_t pos) {
-  const Clock::time_point start = Clock::now();
-  std::vector<int32_t> ids(n);
-  for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((pos + i) * 7919 % model.config().vocab_size);
-  const Symbol symbol = model.PositionSymbol(n);
-  Tensor logits = model.Forward(Tensor::FromHost<int32_t>(ids, {n}), Dim(symbol), cache);
-  std::vector<Tensor> all = {logits};
-  all.insert(all.end(), cache.k.begin(), cache.k.end());
-  all.insert(all.end(), cache.v.begin(), cache.v.end());
-  if (absl::Status s = RealizeAll(all, {{symbol, pos}}); !s.ok()) return s;
-  absl::StatusOr<std::vector<float>> host = logits.to_host<float>();
-  if (!host.ok()) return host.status();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "kiln bench gpu: %s\n", s.ToString().c_str());

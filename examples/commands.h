@@ -11,9 +11,15 @@ namespace kiln::cli {
 int RunDemo(const std::vector<std::string>& args);
 // Streams generated text to stdout, statistics to stderr.
 int RunGenerate(const std::vector<std::string>& args);
+// An interactive chat in the terminal.
+int RunChat(const std::vector<std::string>& args);
+// What a checkpoint holds and whether kiln can run it.
+int RunInfo(const std::vector<std::string>& args);
 // `kiln bench generate|gpu`: generation speed on the CPU; GPU runtime latencies.
 int RunBench(const std::vector<std::string>& args);
 int BenchGpu();
+// `kiln bench decode`: whole-model decode ms/token against the bandwidth floor.
+int BenchDecode();
 // `kiln bench fused`: the fused-op suite on the GPU, JSON for compare.py.
 int BenchFused();
 // Searches each fused case's region and explains what happened.

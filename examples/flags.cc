@@ -9,10 +9,18 @@
 #include "tensor/executor.h"
 
 ABSL_FLAG(std::string, model, "",
-          "checkpoint: a llama2.c .bin file, or a Hugging Face directory (config.json + "
-          ".safetensors)");
+          "checkpoint: a Hugging Face directory (config.json + .safetensors), a .gguf file, or "
+          "a llama2.c .bin file");
 ABSL_FLAG(std::string, tokenizer, "",
-          "llama2.c tokenizer.bin (default: tokenizer.bin beside the model)");
+          "tokenizer.json, tokenizer.model, a .gguf or a llama2.c tokenizer.bin (default: the "
+          "model's own)");
+ABSL_FLAG(std::string, dtype, "",
+          "f32, f16 or bf16: the weights' dtype (default: as stored; f32 for quantized GGUF)");
+ABSL_FLAG(int, context, 4096,
+          "the longest context (KV cache positions), capped at the model's; 0 = the model's");
+ABSL_FLAG(bool, chat, false, "generate: render --prompt as a user turn of the chat template");
+ABSL_FLAG(std::string, system, "", "chat: a system prompt");
+ABSL_FLAG(int, max_tokens, 1024, "chat: the longest reply, in tokens");
 ABSL_FLAG(std::string, prompt, "", "text to start from");
 ABSL_FLAG(int, steps, 256, "positions to generate up to, BOS and prompt included");
 ABSL_FLAG(double, temperature, 1.0, "0 = greedy; higher = more random");

@@ -1,62 +1,63 @@
-// `kiln generate`: text generation from a Llama checkpoint.
-#include <chrono>
+// `kiln generate`: text generation from a checkpoint; with --chat, one turn
+// of the model's chat template.
 #include <cstdio>
 
 #include "absl/flags/flag.h"
 #include "examples/commands.h"
 #include "examples/flags.h"
+#include "examples/run_setup.h"
+#include "models/chat_session.h"
 #include "models/generate.h"
-#include "models/load_model.h"
 
 namespace kiln::cli {
+namespace {
+
+void Print(absl::string_view piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+}
+
+int RunChatTurn(LoadedRun& run) {
+  models::ChatOptions options;
+  options.system_prompt = absl::GetFlag(FLAGS_system);
+  options.sampling = SamplingFromFlags();
+  options.max_reply_tokens = absl::GetFlag(FLAGS_max_tokens);
+  absl::StatusOr<models::ChatSession> chat =
+      models::ChatSession::Create(*run.model, run.tokenizer, options);
+  if (!chat.ok()) {
+    std::fprintf(stderr, "kiln generate: %s\n", chat.status().ToString().c_str());
+    return 1;
+  }
+  absl::StatusOr<models::ChatTurn> turn = chat->Say(absl::GetFlag(FLAGS_prompt), Print);
+  if (!turn.ok()) {
+    std::fprintf(stderr, "\nkiln generate: %s\n", turn.status().ToString().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "\nchat: %d prompt tokens, %d reply tokens, %.2f s (%s)\n",
+               turn->prompt_tokens, turn->reply_tokens, turn->seconds,
+               run.device.ToString().c_str());
+  return 0;
+}
+
+}  // namespace
 
 int RunGenerate(const std::vector<std::string>& args) {
-  const std::string model_path = absl::GetFlag(FLAGS_model);
-  if (model_path.empty()) {
-    std::fprintf(stderr, "kiln generate: no --model given.\n\n%s", models::kSupportedCheckpoints);
-    return 2;
-  }
-  absl::StatusOr<models::LlamaModel> model = models::LoadModel(model_path);
-  if (!model.ok()) {
-    std::fprintf(stderr, "kiln generate: %s\n", model.status().ToString().c_str());
-    return 1;
-  }
-  absl::StatusOr<models::LoadedTokenizer> tokenizer = models::LoadTokenizerFor(
-      model_path, absl::GetFlag(FLAGS_tokenizer), model->config().vocab_size);
-  if (!tokenizer.ok()) {
-    std::fprintf(stderr, "kiln generate: %s\n", tokenizer.status().ToString().c_str());
-    return 1;
-  }
+  int code = 0;
+  std::optional<LoadedRun> run = LoadRun("kiln generate", &code);
+  if (!run) return code;
+  if (absl::GetFlag(FLAGS_chat)) return RunChatTurn(*run);
+
   models::GenerateOptions options;
   options.prompt = absl::GetFlag(FLAGS_prompt);
   options.steps = absl::GetFlag(FLAGS_steps);
-  options.sampling.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
-  options.sampling.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
-  const int64_t seed = absl::GetFlag(FLAGS_seed);
-  options.sampling.seed =
-      seed >= 0 ? static_cast<uint64_t>(seed)
-                : static_cast<uint64_t>(
-                      std::chrono::system_clock::now().time_since_epoch().count());
-  const Device device = ChooseDevice();
-  if (device.type != DeviceType::kCpu) {
-    absl::StatusOr<models::LlamaModel> moved = model->To(device);
-    if (!moved.ok()) {
-      std::fprintf(stderr, "kiln generate: %s\n", moved.status().ToString().c_str());
-      return 1;
-    }
-    *model = *std::move(moved);
-  }
-  if (options.steps > model->config().max_seq_len) {
+  options.sampling = SamplingFromFlags();
+  if (options.steps > run->model->config().max_seq_len) {
     std::fprintf(stderr, "kiln generate: --steps %d exceeds the model's context; using %d\n",
-                 options.steps, model->config().max_seq_len);
-    options.steps = model->config().max_seq_len;
+                 options.steps, run->model->config().max_seq_len);
+    options.steps = run->model->config().max_seq_len;
   }
-
   absl::StatusOr<models::GenerateStats> stats =
-      models::Generate(*model, *tokenizer, options, [](absl::string_view piece) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-      });
+      models::Generate(*run->model, run->tokenizer, options, Print);
   if (!stats.ok()) {
     std::fprintf(stderr, "\nkiln generate: %s\n", stats.status().ToString().c_str());
     return 1;
@@ -65,7 +66,7 @@ int RunGenerate(const std::vector<std::string>& args) {
                "\nprefill: %d tokens, %.1f tokens/s; decode: %d tokens, %.1f tokens/s (%s)\n",
                stats->prompt_tokens, stats->prefill_tokens_per_second(),
                stats->generated_tokens, stats->decode_tokens_per_second(),
-               device.ToString().c_str());
+               run->device.ToString().c_str());
   return 0;
 }
 

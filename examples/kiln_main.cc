@@ -15,10 +15,17 @@ constexpr char kUsage[] =
     "commands:\n"
     "  generate --model PATH [--tokenizer PATH] --prompt TEXT [--steps N]\n"
     "           [--temperature T] [--top-p P] [--seed S] [--device cpu|cuda]\n"
+    "           [--dtype f32|f16|bf16] [--context N] [--chat [--system TEXT]]\n"
     "           [--superoptimize [--search-log]]\n"
     "           stream generated text to stdout; tokens/s to stderr\n"
+    "  chat --model PATH [--system TEXT] [--max-tokens N] (and generate's flags)\n"
+    "           an interactive chat with the model's template; /reset, Ctrl-D to leave\n"
+    "  info MODEL\n"
+    "           architecture, shapes, dtypes, tokenizer, template, bytes; can kiln run it\n"
     "  bench generate --model PATH [--steps N] [--repeat R]\n"
     "           prefill and decode tokens/s on the CPU, and where the time goes\n"
+    "  bench decode [--shape 1b|8b|qwen3-8b] [--context N] [--steps N] [--json F]\n"
+    "           [--superoptimize]: decode ms/token (GPU + host), launches, the floor\n"
     "  bench gpu [--steps N] [--superoptimize [--search-log]]\n"
     "           GPU runtime: decoder-layer cold/warm latency, 1B-shaped decode ms/token\n"
     "  bench fused [--cases a,b] [--out fused.json] [--budget S] [--time-top N]\n"
@@ -62,6 +69,8 @@ int main(int argc, char** argv) {
   const std::string command = positional[1];
   const std::vector<std::string> args(positional.begin() + 2, positional.end());
   if (command == "generate") return kiln::cli::RunGenerate(args);
+  if (command == "chat") return kiln::cli::RunChat(args);
+  if (command == "info") return kiln::cli::RunInfo(args);
   if (command == "bench") return kiln::cli::RunBench(args);
   if (command == "demo") return kiln::cli::RunDemo(args);
   if (command == "superoptimize") return kiln::cli::RunSuperoptimize(args);

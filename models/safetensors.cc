@@ -115,53 +115,50 @@ absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string& path, const std::
 
 }  // namespace
 
-absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
-  absl::StatusOr<std::shared_ptr<const MappedFile>> mapped = MappedFile::Open(path);
-  if (!mapped.ok()) return mapped.status();
-  const MappedFile& f = **mapped;
+absl::StatusOr<SafetensorsHeader> ParseSafetensorsHeader(absl::string_view file,
+                                                          const std::string& path) {
   const auto bad = [&](auto&&... why) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", why...));
   };
-  if (f.size() < 8) {
-    return bad("not a safetensors file: ", f.size(),
+  if (file.size() < 8) {
+    return bad("not a safetensors file: ", file.size(),
                " bytes, but the format starts with an 8-byte header length");
   }
   uint64_t header_bytes;
-  std::memcpy(&header_bytes, f.data(), 8);
-  if (header_bytes > f.size() - 8) {
-    return bad("header length ", header_bytes, " runs past the end of the file (", f.size(),
+  std::memcpy(&header_bytes, file.data(), 8);
+  if (header_bytes > file.size() - 8) {
+    return bad("header length ", header_bytes, " runs past the end of the file (", file.size(),
                " bytes)");
   }
   if (header_bytes > kMaxHeaderBytes) {
     return bad("header length ", header_bytes, " exceeds the limit of ", kMaxHeaderBytes);
   }
-  const char* text = reinterpret_cast<const char*>(f.data()) + 8;
+  const char* text = file.data() + 8;
   const json header = json::parse(text, text + header_bytes, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded()) return bad("the header is not well-formed JSON");
   if (!header.is_object()) return bad("the header is JSON ", header.type_name(), ", not an object");
 
-  const uint64_t data_start = 8 + header_bytes;
-  const uint64_t data_bytes = f.size() - data_start;
-  std::map<std::string, SafetensorsEntry, std::less<>> entries;
-  std::map<std::string, std::string> metadata;
+  SafetensorsHeader out;
+  out.data_start = 8 + header_bytes;
+  const uint64_t data_bytes = file.size() - out.data_start;
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
       if (!value.is_object()) return bad("\"__metadata__\" is not a JSON object");
       for (const auto& [key, v] : value.items()) {
         if (!v.is_string()) return bad("\"__metadata__\" value for '", key, "' is not a string");
-        metadata[key] = v.get<std::string>();
+        out.metadata[key] = v.get<std::string>();
       }
       continue;
     }
     absl::StatusOr<SafetensorsEntry> entry = ParseEntry(path, name, value, data_bytes);
     if (!entry.ok()) return entry.status();
-    entries.emplace(name, *std::move(entry));
+    out.entries.emplace(name, *std::move(entry));
   }
 
   // The format forbids overlapping tensors; a file with them is corrupt or
   // crafted. (Gaps are harmless to a reader, so they are accepted.)
   std::vector<Range> ranges;
-  for (const auto& [name, e] : entries) {
+  for (const auto& [name, e] : out.entries) {
     if (e.end > e.begin) ranges.push_back({e.begin, e.end, &name});
   }
   std::sort(ranges.begin(), ranges.end(),
@@ -174,7 +171,16 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
     }
     if (furthest == nullptr || r.end > furthest->end) furthest = &r;
   }
-  return SafetensorsFile(*std::move(mapped), data_start, std::move(entries), std::move(metadata));
+  return out;
+}
+
+absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
+  absl::StatusOr<std::shared_ptr<const MappedFile>> mapped = MappedFile::Open(path);
+  if (!mapped.ok()) return mapped.status();
+  absl::StatusOr<SafetensorsHeader> header = ParseSafetensorsHeader((*mapped)->bytes(), path);
+  if (!header.ok()) return header.status();
+  return SafetensorsFile(*std::move(mapped), header->data_start, std::move(header->entries),
+                         std::move(header->metadata));
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

@@ -28,6 +28,17 @@ struct SafetensorsEntry {
   uint64_t end = 0;
 };
 
+// A whole file's header, checked (sizes, dtypes, offsets within the data and
+// matching the shapes, no overlaps), before any tensor is read.
+struct SafetensorsHeader {
+  uint64_t data_start = 0;  // 8 + header length
+  std::map<std::string, SafetensorsEntry, std::less<>> entries;
+  std::map<std::string, std::string> metadata;
+};
+// InvalidArgument naming `path` and, where there is one, the tensor.
+absl::StatusOr<SafetensorsHeader> ParseSafetensorsHeader(absl::string_view file,
+                                                          const std::string& path);
+
 class SafetensorsFile {
  public:
   // Memory-maps the file and checks the whole header (sizes, dtypes, offsets

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages kiln builds with, where missing.
+# Installs the Debian 12 packages kiln builds with, where missing, and any
+# more named as arguments (the tests add clang for the fuzz targets).
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libz3-dev libgtest-dev libgmock-dev
-          xtensor-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev)
+          xtensor-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

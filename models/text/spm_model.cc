@@ -199,6 +199,13 @@ absl::StatusOr<SpmModel> ParseSpmModel(absl::string_view bytes, absl::string_vie
   if (m.pieces.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not a SentencePiece model: no pieces"));
   }
+  // libsentencepiece's trie cannot hold an empty piece (and would throw).
+  for (size_t i = 0; i < m.pieces.size(); ++i) {
+    if (m.pieces[i].text.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": SentencePiece piece ", i, " is empty"));
+    }
+  }
   const int64_t n = static_cast<int64_t>(m.pieces.size());
   for (const auto& [name, id] : {std::pair<const char*, int32_t>{"unk_id", m.unk_id},
                                  {"bos_id", m.bos_id}, {"eos_id", m.eos_id}, {"pad_id", m.pad_id}}) {

@@ -16,6 +16,7 @@
 #include "models/load_model.h"
 #include "models/session.h"
 #include "nlohmann/json.hpp"
+#include "optimizer/cuda_executor.h"
 #include "tests/test_util.h"
 
 namespace kiln::models {
@@ -277,6 +278,63 @@ TEST(TinyHfModel, GenerateStreamsTheGreedyText) {
   EXPECT_EQ(text, *tokenizer->tokenizer->Decode(expected, /*skip_special_tokens=*/true));
   EXPECT_EQ(stats->generated_tokens, static_cast<int>(expected.size()));
 }
+
+// The same checkpoints on the GPU (the default lowering): logits against
+// transformers', greedy tokens exactly where the model is f32.
+class GpuTinyHfModel : public ::testing::TestWithParam<HfCase> {};
+
+TEST_P(GpuTinyHfModel, MatchesTransformers) {
+  if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s;
+  const HfCase& c = GetParam();
+  const std::string dir = kReferences + "/models/" + c.name;
+  const json golden = ReadJson(dir + "/golden.json");
+  absl::StatusOr<LlamaModel> cpu = LoadModel(dir);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<LlamaModel> model = cpu->To(Device::Cuda());
+  ASSERT_TRUE(model.ok()) << model.status();
+  // The GPU's f32 products may sum in another order: a looser bound than the CPU's.
+  ExpectLogitsMatch(*model, golden, std::max(c.tolerance, 1e-3));
+  if (c.exact_greedy) {
+    EXPECT_EQ(Greedy(*model, golden["prompt_ids"], 12), golden["greedy"].get<std::vector<int32_t>>());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    GpuReferences, GpuTinyHfModel,
+    ::testing::Values(HfCase{"tiny-llama3", 1e-4, true}, HfCase{"tiny-qwen2", 1e-4, true},
+                      HfCase{"tiny-qwen3", 2e-2, false}, HfCase{"tiny-mistral", 1e-4, true}),
+    [](const ::testing::TestParamInfo<HfCase>& info) {
+      std::string name = info.param.name;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+class GpuTinyGgufModel : public ::testing::TestWithParam<GgufCase> {};
+
+TEST_P(GpuTinyGgufModel, MatchesTransformersOnTheDequantizedWeights) {
+  if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s;
+  const GgufCase& c = GetParam();
+  const std::string path = kReferences + "/gguf/" + c.file;
+  const json golden = ReadJson(kReferences + "/gguf/goldens.json")["models"][c.file];
+  absl::StatusOr<LlamaModel> cpu = LoadModel(path, {.dtype = c.dtype});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<LlamaModel> model = cpu->To(Device::Cuda());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ExpectLogitsMatch(*model, golden, std::max(c.tolerance, 1e-3));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    GpuReferences, GpuTinyGgufModel,
+    ::testing::Values(GgufCase{"tiny-llama3-q.gguf", DType::kF32, 1e-4, true},
+                      GgufCase{"tiny-llama3-q.gguf", DType::kBF16, 0.15, false},
+                      GgufCase{"tiny-qwen2-f16.gguf", DType::kF16, 1e-2, false},
+                      GgufCase{"tiny-mistral-spm.gguf", DType::kF32, 1e-4, true}),
+    [](const ::testing::TestParamInfo<GgufCase>& info) {
+      std::string name = info.param.file.substr(0, info.param.file.size() - 5) + "_" +
+                         std::string(DTypeName(info.param.dtype));
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 }  // namespace
 }  // namespace kiln::models

@@ -364,7 +364,9 @@ TEST(GgufModel, DequantizesQuantizedTensorsAndUnpermutesTheirRows) {
 // the same logits: the permutation, biases, qk norms and head dims agree.
 void ExpectSameLogitsAsHuggingFace(const Tiny& tiny) {
   const std::vector<Weight> weights = tiny.Weights();
-  const std::string dir = ::kiln::testing::FreshTempDir("kiln_gguf_hf_" + tiny.arch);
+  // One folder per test: ctest runs tests of the same architecture at once.
+  const std::string dir = ::kiln::testing::FreshTempDir(
+      std::string("kiln_gguf_hf_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   ::kiln::testing::WriteFile(dir + "/config.json", tiny.HfConfig().dump());
   std::vector<std::pair<std::string, Tensor>> named;
   for (const Weight& w : weights)

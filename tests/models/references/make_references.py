@@ -474,6 +474,20 @@ def dequant_references(out_dir, gguf, rng):
         os.path.join(out_dir, "dequant_BF16.f32"))
 
 
+def rounding_references(out_dir, gguf):
+    """float32 -> f16 (numpy's astype) and -> bf16 (gguf-py's quantize), round to nearest even."""
+    rng = np.random.default_rng(99)
+    x = (rng.standard_normal(4096) * np.exp2(rng.integers(-30, 20, 4096))).astype(np.float32)
+    f16_ties = (np.arange(1, 257, dtype=np.float32) + 0.5) * np.float32(2.0 ** -10)  # halfway cases
+    special = np.array([0.0, -0.0, 65504.0, 65520.0, 70000.0, 6e-8, 3e-8, 1e-40, np.inf, -np.inf, np.nan],
+                       dtype=np.float32)
+    x = np.concatenate([x, f16_ties, special]).astype(np.float32)
+    x.tofile(os.path.join(out_dir, "round_input.f32"))
+    with np.errstate(over="ignore"):
+        x.astype(np.float16).view(np.uint16).tofile(os.path.join(out_dir, "round_F16.bin"))
+    gguf.quants.quantize(x, gguf.GGMLQuantizationType.BF16).tofile(os.path.join(out_dir, "round_BF16.bin"))
+
+
 def llama_permute(w, n_head):
     """llama.cpp's converter's row order for q/k (pairs adjacent instead of halves)."""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
@@ -626,6 +640,7 @@ def gguf_goldens(out_dir, shared, gguf):
     rng = np.random.default_rng(1234)
     os.makedirs(out_dir, exist_ok=True)
     dequant_references(out_dir, gguf, rng)
+    rounding_references(out_dir, gguf)
     goldens = {"generator": GENERATOR + " and llama.cpp's gguf-py", "models": {}}
 
     # A Llama 3 model with mixed quant types, llama3 RoPE factors, the BPE vocabulary and its template.

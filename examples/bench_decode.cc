@@ -1,0 +1,168 @@
+// `kiln bench decode`: a whole model decoding one token per step at batch 1,
+// as ../bench's peers time PyTorch: ms/token split into GPU time and host
+// time, launches per step, and the achieved bandwidth against the floor
+// (every weight read once plus the KV cache up to the context, over the
+// device-to-device copy bandwidth measured in the same run).
+#include <stdlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "examples/bench_steps.h"
+#include "examples/commands.h"
+#include "examples/flags.h"
+#include "jit/cuda_types.h"
+#include "models/llama.h"
+#include "models/random_weights.h"
+#include "nlohmann/json.hpp"
+#include "optimizer/cuda_executor.h"
+#include "optimizer/search_trace.h"
+
+ABSL_FLAG(std::string, shape, "1b", "bench decode: the model shape: 1b, 8b or qwen3-8b");
+ABSL_FLAG(std::string, json, "", "bench decode: also write the results to this JSON file");
+
+namespace kiln::cli {
+namespace {
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "kiln bench decode: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+// Whether a flag shared with other commands was given a value other than its
+// default (bench decode has defaults of its own, the peers').
+bool Specified(const char* flag) {
+  const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag);
+  return f != nullptr && f->CurrentValue() != f->DefaultValue();
+}
+
+// Bytes read and written per second by device-to-device copies of 512 MiB.
+absl::StatusOr<double> CopyBandwidth(jit::CudaContext& context) {
+  const size_t bytes = size_t{512} << 20;
+  absl::StatusOr<std::shared_ptr<Storage>> a = context.Allocate(bytes);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<std::shared_ptr<Storage>> b = context.Allocate(bytes);
+  if (!b.ok()) return b.status();
+  const auto ptr = [](const std::shared_ptr<Storage>& s) {
+    return static_cast<jit::CUdeviceptr>(reinterpret_cast<uintptr_t>(s->data()));
+  };
+  absl::StatusOr<jit::CudaEvent> start = context.CreateEvent();
+  absl::StatusOr<jit::CudaEvent> end = context.CreateEvent();
+  if (!start.ok() || !end.ok()) return start.ok() ? end.status() : start.status();
+  constexpr int kCopies = 10;
+  for (int i = 0; i < kCopies + 3; ++i) {
+    if (i == 3) {
+      if (absl::Status s = start->Record(); !s.ok()) return s;
+    }
+    if (absl::Status s = context.CopyDeviceToDevice(ptr(*b), ptr(*a), bytes); !s.ok()) return s;
+  }
+  if (absl::Status s = end->Record(); !s.ok()) return s;
+  if (absl::Status s = end->Synchronize(); !s.ok()) return s;
+  absl::StatusOr<float> ms = jit::CudaEvent::ElapsedMilliseconds(*start, *end);
+  if (!ms.ok()) return ms.status();
+  return 2.0 * bytes * kCopies / (*ms * 1e-3);
+}
+
+// What one decode step must read: every weight but the embedding table
+// (one row of it is read) and the KV cache up to `context`, as the peers
+// count it.
+double StepBytes(const models::LlamaConfig& c, int64_t context) {
+  const double e = 2;  // bf16
+  const double dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim;
+  double layer = dim * q * 2 + dim * kv * 2 + dim * hidden * 3 + dim * 2;
+  if (c.qk_norm) layer += 2.0 * c.head_dim();
+  const double weights = c.n_layers * layer + c.vocab_size * dim + dim;
+  const double cache = 2.0 * c.n_layers * kv * context;
+  return e * (weights + cache);
+}
+
+}  // namespace
+
+int BenchDecode() {
+  char dir[] = "/tmp/kiln-bench-cache-XXXXXX";
+  if (mkdtemp(dir) != nullptr && getenv("KILN_CACHE_DIR") == nullptr) {
+    setenv("KILN_CACHE_DIR", dir, 1);
+  }
+  if (absl::Status s = InitCuda(); !s.ok()) return Fail(s);
+  std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  const std::string shape = absl::GetFlag(FLAGS_shape);
+  const int context = Specified("context") ? absl::GetFlag(FLAGS_context) : 1024;
+  const int steps = Specified("steps") ? absl::GetFlag(FLAGS_steps) : 64;
+  if (context < 1 || steps < 4) return Fail(absl::InvalidArgumentError("--context >= 1, --steps >= 4"));
+  const bool search = absl::GetFlag(FLAGS_superoptimize);
+  if (search) {
+    TraceSearchOptions options;
+    options.search.cache_dir = getenv("KILN_CACHE_DIR");
+    options.log = absl::GetFlag(FLAGS_search_log);
+    EnableSuperoptimizer(*gpu, options);
+  }
+  absl::StatusOr<models::LlamaConfig> config = models::ShapedConfig(shape, context + steps + 16);
+  if (!config.ok()) return Fail(config.status());
+  absl::StatusOr<double> bandwidth = CopyBandwidth(gpu->context());
+  if (!bandwidth.ok()) return Fail(bandwidth.status());
+  absl::StatusOr<models::LlamaWeights> weights = models::RandomLlamaWeights(*config, 7, Device::Cuda());
+  if (!weights.ok()) return Fail(weights.status());
+  absl::StatusOr<models::LlamaModel> model = models::LlamaModel::Create(*config, *weights);
+  if (!model.ok()) return Fail(model.status());
+  absl::StatusOr<models::KvCache> cache = model->NewCache(Device::Cuda());
+  if (!cache.ok()) return Fail(cache.status());
+
+  // The first step compiles (or finds the kernel cache); two more warm up.
+  absl::StatusOr<double> first = TimedStep(*model, *cache, 1, context);
+  if (!first.ok()) return Fail(first.status());
+  for (int i = 1; i < 3; ++i) {
+    if (absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + i); !t.ok()) {
+      return Fail(t.status());
+    }
+  }
+  std::vector<double> wall;
+  for (int i = 0; i < steps; ++i) {
+    absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + 3 + i % 8);
+    if (!t.ok()) return Fail(t.status());
+    wall.push_back(*t);
+  }
+  // Profiled steps: each waits for its kernels, so GPU and host time split.
+  gpu->set_profile(true);
+  gpu->ResetStats();
+  const int profiled = 16;
+  for (int i = 0; i < profiled; ++i) {
+    if (absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + 3 + i % 8); !t.ok()) {
+      return Fail(t.status());
+    }
+  }
+  gpu->set_profile(false);
+  const CudaExecutorStats stats = gpu->stats();
+  const double ms = Median(wall) * 1e3;
+  const double gpu_ms = stats.gpu_seconds / profiled * 1e3;
+  const double bytes = StepBytes(*config, context);
+  const double floor_ms = bytes / *bandwidth * 1e3;
+  const double launches = static_cast<double>(stats.launches) / profiled;
+  std::printf("kiln bench decode: %s shape (%d layers, dim %d, vocab %d, bf16), context %d, "
+              "%s, %s\n", shape.c_str(), config->n_layers, config->dim, config->vocab_size,
+              context, search ? "superoptimizer on" : "default lowering",
+              gpu->context().info().ToString().c_str());
+  std::printf("  first step (compiles or loads kernels): %.1f ms\n", *first * 1e3);
+  std::printf("  decode: %.3f ms/token (median of %d steps) = %.3f ms GPU + %.3f ms host; "
+              "%.0f launches/step\n", ms, steps, gpu_ms, ms - gpu_ms, launches);
+  std::printf("  floor: %.3f ms (%.3f GB at %.2f TB/s measured copy); achieved %.2f TB/s, "
+              "%.0f%% of the floor's speed\n", floor_ms, bytes / 1e9, *bandwidth / 1e12,
+              bytes / (ms * 1e-3) / 1e12, 100 * floor_ms / ms);
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    const nlohmann::json row = {
+        {"shape", shape},       {"context", context},         {"steps", steps},
+        {"ms_per_token", ms},   {"gpu_ms", gpu_ms},           {"host_ms", ms - gpu_ms},
+        {"launches", launches}, {"floor_ms", floor_ms},       {"bytes_GB", bytes / 1e9},
+        {"copy_TBps", *bandwidth / 1e12}, {"first_step_ms", *first * 1e3},
+        {"superoptimize", search}, {"device", gpu->context().info().ToString()}};
+    std::ofstream out(path);
+    out << row.dump(1) << "\n";
+    if (!out) return Fail(absl::InternalError("cannot write " + path));
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli

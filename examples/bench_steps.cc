@@ -1,0 +1,34 @@
+#include "examples/bench_steps.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "ops/ops.h"
+
+namespace kiln::cli {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+absl::StatusOr<double> TimedStep(const models::LlamaModel& model, models::KvCache& cache,
+                                 int64_t n, int64_t pos) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  std::vector<int32_t> ids(n);
+  for (int64_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<int32_t>((pos + i) * 7919 % model.config().vocab_size);
+  }
+  const Symbol symbol = model.PositionSymbol(n);
+  Tensor logits = model.Forward(Tensor::FromHost<int32_t>(ids, {n}), Dim(symbol), cache);
+  std::vector<Tensor> all = {logits};
+  all.insert(all.end(), cache.k.begin(), cache.k.end());
+  all.insert(all.end(), cache.v.begin(), cache.v.end());
+  if (absl::Status s = RealizeAll(all, {{symbol, pos}}); !s.ok()) return s;
+  absl::StatusOr<std::vector<float>> host = logits.to_host<float>();
+  if (!host.ok()) return host.status();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace kiln::cli
