@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "models/mapped_file.h"
 #include "models/safetensors.h"
+#include "models/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace kiln::models {
@@ -86,13 +87,6 @@ class ConfigReader {
   const json& config_;
   const std::string& path_;
 };
-
-#define KILN_ASSIGN(lhs, expr)                          \
-  do {                                                  \
-    auto _kiln_value = (expr);                          \
-    if (!_kiln_value.ok()) return _kiln_value.status(); \
-    lhs = *std::move(_kiln_value);                      \
-  } while (false)
 
 // The architectures kiln runs, by config.json's "architectures" entry (or
 // "model_type" when that is absent), and what each implies.

@@ -86,16 +86,18 @@ absl::StatusOr<ExprPtr> Parser::ParseCondExpr() {
   return node;
 }
 
-absl::StatusOr<ExprPtr> Parser::ParseOr() {
-  absl::StatusOr<ExprPtr> left = ParseAnd();
+// `operand (keyword operand)*`, folded to the left into `kind` nodes.
+absl::StatusOr<ExprPtr> Parser::ParseLeftAssociative(
+    absl::string_view keyword, ExprKind kind, absl::StatusOr<ExprPtr> (Parser::*operand)()) {
+  absl::StatusOr<ExprPtr> left = (this->*operand)();
   if (!left.ok()) return left;
   ExprPtr node = *std::move(left);
-  while (IsName("or")) {
+  while (IsName(keyword)) {
     const size_t offset = Cur().offset;
     Next();
-    absl::StatusOr<ExprPtr> right = ParseAnd();
+    absl::StatusOr<ExprPtr> right = (this->*operand)();
     if (!right.ok()) return right;
-    ExprPtr e = MakeExpr(ExprKind::kOr, offset);
+    ExprPtr e = MakeExpr(kind, offset);
     e->args.push_back(std::move(node));
     e->args.push_back(*std::move(right));
     node = std::move(e);
@@ -103,21 +105,12 @@ absl::StatusOr<ExprPtr> Parser::ParseOr() {
   return node;
 }
 
+absl::StatusOr<ExprPtr> Parser::ParseOr() {
+  return ParseLeftAssociative("or", ExprKind::kOr, &Parser::ParseAnd);
+}
+
 absl::StatusOr<ExprPtr> Parser::ParseAnd() {
-  absl::StatusOr<ExprPtr> left = ParseNot();
-  if (!left.ok()) return left;
-  ExprPtr node = *std::move(left);
-  while (IsName("and")) {
-    const size_t offset = Cur().offset;
-    Next();
-    absl::StatusOr<ExprPtr> right = ParseNot();
-    if (!right.ok()) return right;
-    ExprPtr e = MakeExpr(ExprKind::kAnd, offset);
-    e->args.push_back(std::move(node));
-    e->args.push_back(*std::move(right));
-    node = std::move(e);
-  }
-  return node;
+  return ParseLeftAssociative("and", ExprKind::kAnd, &Parser::ParseNot);
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseNot() {

@@ -66,6 +66,8 @@ class Parser {
 
   // Expression levels, from the loosest binding to the tightest.
   absl::StatusOr<ExprPtr> ParseCondExpr();
+  absl::StatusOr<ExprPtr> ParseLeftAssociative(absl::string_view keyword, ExprKind kind,
+                                               absl::StatusOr<ExprPtr> (Parser::*operand)());
   absl::StatusOr<ExprPtr> ParseOr();
   absl::StatusOr<ExprPtr> ParseAnd();
   absl::StatusOr<ExprPtr> ParseNot();

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "models/status_macros.h"
 #include "tensor/storage.h"
 #include "tensor/tensor.h"
 
@@ -16,13 +17,6 @@ namespace kiln::models {
 const char kGgufArchitectures[] = "llama, qwen2, qwen3";
 
 namespace {
-
-#define KILN_ASSIGN(lhs, expr)                          \
-  do {                                                  \
-    auto _kiln_value = (expr);                          \
-    if (!_kiln_value.ok()) return _kiln_value.status(); \
-    lhs = *std::move(_kiln_value);                      \
-  } while (false)
 
 struct Architecture {
   const char* name;

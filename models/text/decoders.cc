@@ -230,15 +230,10 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(const JsonNode& node, int 
     return std::make_unique<MetaspaceDecoder>(*std::move(options));
   }
   if (*type == "Sequence") {
-    const JsonNode list = node.Field("decoders");
-    if (absl::Status s = list.ExpectArray(); !s.ok()) return s;
-    std::vector<std::unique_ptr<Decoder>> parts;
-    for (size_t i = 0; i < list.value().size(); ++i) {
-      absl::StatusOr<std::unique_ptr<Decoder>> part = ParseDecoder(list.Element(i), depth + 1);
-      if (!part.ok()) return part.status();
-      if (*part != nullptr) parts.push_back(*std::move(part));
-    }
-    return std::make_unique<SequenceDecoder>(std::move(parts));
+    absl::StatusOr<std::vector<std::unique_ptr<Decoder>>> parts = ParseComponents<Decoder>(
+        node, "decoders", [&](const JsonNode& part) { return ParseDecoder(part, depth + 1); });
+    if (!parts.ok()) return parts.status();
+    return std::make_unique<SequenceDecoder>(*std::move(parts));
   }
   return node.UnsupportedType(*type);
 }

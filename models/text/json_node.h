@@ -5,7 +5,9 @@
 #define KILN_MODELS_TEXT_JSON_NODE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -64,6 +66,23 @@ class JsonNode {
   std::string path_;
   const std::string* source_;
 };
+
+// The components a Sequence lists under `field` (a JSON array), each read by
+// `parse` (a JsonNode -> StatusOr<unique_ptr<T>>); null entries (nullptr)
+// are left out. The first error is returned.
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<std::unique_ptr<T>>> ParseComponents(const JsonNode& node,
+                                                                const char* field, Parse parse) {
+  const JsonNode list = node.Field(field);
+  if (absl::Status s = list.ExpectArray(); !s.ok()) return s;
+  std::vector<std::unique_ptr<T>> parts;
+  for (size_t i = 0; i < list.value().size(); ++i) {
+    absl::StatusOr<std::unique_ptr<T>> part = parse(list.Element(i));
+    if (!part.ok()) return part.status();
+    if (*part != nullptr) parts.push_back(*std::move(part));
+  }
+  return parts;
+}
 
 }  // namespace kiln::models
 

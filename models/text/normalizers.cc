@@ -193,15 +193,10 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const JsonNode& node
     return std::make_unique<Prepend>(*std::move(prefix));
   }
   if (*type == "Sequence") {
-    const JsonNode list = node.Field("normalizers");
-    if (absl::Status s = list.ExpectArray(); !s.ok()) return s;
-    std::vector<std::unique_ptr<Normalizer>> parts;
-    for (size_t i = 0; i < list.value().size(); ++i) {
-      absl::StatusOr<std::unique_ptr<Normalizer>> part = ParseNormalizer(list.Element(i), depth + 1);
-      if (!part.ok()) return part.status();
-      if (*part != nullptr) parts.push_back(*std::move(part));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
+    absl::StatusOr<std::vector<std::unique_ptr<Normalizer>>> parts = ParseComponents<Normalizer>(
+        node, "normalizers", [&](const JsonNode& part) { return ParseNormalizer(part, depth + 1); });
+    if (!parts.ok()) return parts.status();
+    return std::make_unique<Sequence>(*std::move(parts));
   }
   return node.UnsupportedType(*type);
 }

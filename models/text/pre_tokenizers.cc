@@ -260,15 +260,10 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const JsonNode& 
     return std::make_unique<CharacterSplit>(IsPunctuation, *behavior);
   }
   if (*type == "Sequence") {
-    const JsonNode list = node.Field("pretokenizers");
-    if (absl::Status s = list.ExpectArray(); !s.ok()) return s;
-    std::vector<std::unique_ptr<PreTokenizer>> parts;
-    for (size_t i = 0; i < list.value().size(); ++i) {
-      absl::StatusOr<std::unique_ptr<PreTokenizer>> part = ParsePreTokenizer(list.Element(i), depth + 1);
-      if (!part.ok()) return part.status();
-      if (*part != nullptr) parts.push_back(*std::move(part));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
+    absl::StatusOr<std::vector<std::unique_ptr<PreTokenizer>>> parts = ParseComponents<PreTokenizer>(
+        node, "pretokenizers", [&](const JsonNode& part) { return ParsePreTokenizer(part, depth + 1); });
+    if (!parts.ok()) return parts.status();
+    return std::make_unique<Sequence>(*std::move(parts));
   }
   return node.UnsupportedType(*type);
 }
