@@ -94,6 +94,7 @@ int BenchDecode() {
   const int steps = Specified("steps") ? absl::GetFlag(FLAGS_steps) : 64;
   if (context < 1 || steps < 4) return Fail(absl::InvalidArgumentError("--context >= 1, --steps >= 4"));
   const bool search = absl::GetFlag(FLAGS_superoptimize);
+  gpu->set_graphs(absl::GetFlag(FLAGS_cuda_graphs));
   if (search) {
     TraceSearchOptions options;
     options.search.cache_dir = getenv("KILN_CACHE_DIR");
@@ -120,8 +121,9 @@ int BenchDecode() {
     }
   }
   std::vector<double> wall;
+  StepTimes parts;
   for (int i = 0; i < steps; ++i) {
-    absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + 3 + i % 8);
+    absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + 3 + i % 8, &parts);
     if (!t.ok()) return Fail(t.status());
     wall.push_back(*t);
   }
@@ -141,6 +143,7 @@ int BenchDecode() {
   const double bytes = StepBytes(*config, context);
   const double floor_ms = bytes / *bandwidth * 1e3;
   const double launches = static_cast<double>(stats.launches) / profiled;
+  const double node_updates = static_cast<double>(stats.graph_node_updates) / profiled;
   std::printf("kiln bench decode: %s shape (%d layers, dim %d, vocab %d, bf16), context %d, "
               "%s, %s\n", shape.c_str(), config->n_layers, config->dim, config->vocab_size,
               context, search ? "superoptimizer on" : "default lowering",
@@ -148,6 +151,17 @@ int BenchDecode() {
   std::printf("  first step (compiles or loads kernels): %.1f ms\n", *first * 1e3);
   std::printf("  decode: %.3f ms/token (median of %d steps) = %.3f ms GPU + %.3f ms host; "
               "%.0f launches/step\n", ms, steps, gpu_ms, ms - gpu_ms, launches);
+  std::printf("  a step's wall time (mean): %.1f us recording the trace, %.1f us realizing it, %.1f us "
+              "reading the logits back\n", parts.trace / steps * 1e6, parts.realize / steps * 1e6,
+              parts.read_back / steps * 1e6);
+  if (gpu->graphs()) {
+    std::printf("  CUDA graphs: %lld of %d profiled steps replayed, %lld captured, %.1f kernel nodes "
+                "updated/step, %lld fell back to per-kernel launches\n",
+                static_cast<long long>(stats.graph_replays), profiled, static_cast<long long>(stats.graph_captures),
+                node_updates, static_cast<long long>(stats.graph_fallbacks));
+  } else {
+    std::printf("  CUDA graphs: off\n");
+  }
   std::printf("  floor: %.3f ms (%.3f GB at %.2f TB/s measured copy); achieved %.2f TB/s, "
               "%.0f%% of the floor's speed\n", floor_ms, bytes / 1e9, *bandwidth / 1e12,
               bytes / (ms * 1e-3) / 1e12, 100 * floor_ms / ms);
@@ -157,7 +171,10 @@ int BenchDecode() {
         {"ms_per_token", ms},   {"gpu_ms", gpu_ms},           {"host_ms", ms - gpu_ms},
         {"launches", launches}, {"floor_ms", floor_ms},       {"bytes_GB", bytes / 1e9},
         {"copy_TBps", *bandwidth / 1e12}, {"first_step_ms", *first * 1e3},
-        {"superoptimize", search}, {"device", gpu->context().info().ToString()}};
+        {"superoptimize", search}, {"cuda_graphs", gpu->graphs()},
+        {"graph_replays", stats.graph_replays}, {"graph_captures", stats.graph_captures},
+        {"node_updates_per_step", node_updates}, {"trace_us", parts.trace / steps * 1e6},
+        {"realize_us", parts.realize / steps * 1e6}, {"read_back_us", parts.read_back / steps * 1e6}, {"device", gpu->context().info().ToString()}};
     std::ofstream out(path);
     out << row.dump(1) << "\n";
     if (!out) return Fail(absl::InternalError("cannot write " + path));

@@ -13,7 +13,7 @@ double Median(std::vector<double> v) {
 }
 
 absl::StatusOr<double> TimedStep(const models::LlamaModel& model, models::KvCache& cache,
-                                 int64_t n, int64_t pos) {
+                                 int64_t n, int64_t pos, StepTimes* times) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   std::vector<int32_t> ids(n);
@@ -25,10 +25,19 @@ absl::StatusOr<double> TimedStep(const models::LlamaModel& model, models::KvCach
   std::vector<Tensor> all = {logits};
   all.insert(all.end(), cache.k.begin(), cache.k.end());
   all.insert(all.end(), cache.v.begin(), cache.v.end());
+  const Clock::time_point traced = Clock::now();
   if (absl::Status s = RealizeAll(all, {{symbol, pos}}); !s.ok()) return s;
+  const Clock::time_point realized = Clock::now();
   absl::StatusOr<std::vector<float>> host = logits.to_host<float>();
   if (!host.ok()) return host.status();
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  const Clock::time_point end = Clock::now();
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  if (times != nullptr) {
+    times->trace += seconds(traced - start);
+    times->realize += seconds(realized - traced);
+    times->read_back += seconds(end - realized);
+  }
+  return seconds(end - start);
 }
 
 }  // namespace kiln::cli

@@ -12,10 +12,18 @@ namespace kiln::cli {
 
 double Median(std::vector<double> v);
 
+// Where a step's wall time went, in seconds: recording its trace (Forward),
+// realizing it (the executor queues the kernels; where a kernel reports
+// errors it also waits for them), and reading the logits back.
+struct StepTimes {
+  double trace = 0, realize = 0, read_back = 0;
+};
+
 // One forward step of `n` tokens at `pos` (ids made up from the position),
-// realized and its logits read back; seconds of wall time.
+// realized and its logits read back; seconds of wall time. Adds its parts
+// to `times` when given.
 absl::StatusOr<double> TimedStep(const models::LlamaModel& model, models::KvCache& cache,
-                                 int64_t n, int64_t pos);
+                                 int64_t n, int64_t pos, StepTimes* times = nullptr);
 
 }  // namespace kiln::cli
 

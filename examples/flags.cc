@@ -31,6 +31,8 @@ ABSL_FLAG(int, repeat, 5, "bench: timed repetitions");
 ABSL_FLAG(bool, superoptimize, false,
           "cuda: search each new trace's fusible regions for faster fused kernels (cached on disk)");
 ABSL_FLAG(bool, search_log, false, "with --superoptimize: print each region's search report to stderr");
+ABSL_FLAG(bool, cuda_graphs, true,
+          "cuda: replay each repeated step's kernels from a CUDA graph (false: launch kernel by kernel)");
 
 namespace kiln::cli {
 
@@ -45,6 +47,7 @@ Device ChooseDevice() {
       std::fprintf(stderr, "kiln: %s\n", std::string(s.message()).c_str());
       return Device::Cpu();
     }
+    GetCudaExecutor()->set_graphs(absl::GetFlag(FLAGS_cuda_graphs));
     if (absl::GetFlag(FLAGS_superoptimize)) {
       TraceSearchOptions options;
       const jit::CacheOptions cache = jit::CacheOptions::FromEnvironment();

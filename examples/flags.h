@@ -24,6 +24,7 @@ ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(int, repeat);
 ABSL_DECLARE_FLAG(bool, superoptimize);
 ABSL_DECLARE_FLAG(bool, search_log);
+ABSL_DECLARE_FLAG(bool, cuda_graphs);
 
 namespace kiln::cli {
 

@@ -152,8 +152,7 @@ absl::Status CudaContext::AllowDynamicSharedMemory(CudaFunction& function, unsig
   return absl::OkStatus();
 }
 
-absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& config,
-                                 void** args) {
+absl::Status CudaContext::CheckLaunch(CudaFunction& function, const LaunchConfig& config) {
   const Dim3& g = config.grid;
   const Dim3& b = config.block;
   if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0) {
@@ -178,6 +177,16 @@ absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& con
         LaunchText(function, config), ": clusters of ", c.x, "x", c.y, "x", c.z, " blocks need sm_90 or later (",
         info_.name, " is ", info_.arch(), ") and a grid they divide"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CudaContext::Launch(CudaFunction& function, const LaunchConfig& config,
+                                 void** args) {
+  KILN_JIT_RETURN_IF_ERROR(CheckLaunch(function, config));
+  const Dim3& g = config.grid;
+  const Dim3& b = config.block;
+  const Dim3& c = config.cluster;
+  const bool clustered = ClusterBlocks(c) > 1;
   KILN_JIT_RETURN_IF_ERROR(MakeCurrent());
   absl::Status status;
   if ((config.early || clustered) && info_.compute_major >= 9) {
@@ -229,6 +238,31 @@ absl::StatusOr<int64_t> CudaContext::ResidentBlocks(CudaFunction& function, int 
 
 absl::StatusOr<CudaEvent> CudaContext::CreateEvent() const {
   return CudaEvent::Create(primary_, stream_);
+}
+
+bool CudaContext::CanUpdateGraphs() const {
+  return driver().cuStreamGetCaptureInfo != nullptr && driver().cuGraphExecKernelNodeSetParams != nullptr;
+}
+
+absl::StatusOr<CUgraphNode> CudaContext::CapturedNode() const {
+  if (!CanUpdateGraphs()) {
+    return absl::FailedPreconditionError(absl::StrCat("the CUDA driver (", driver().library,
+                                                      ") lacks cuStreamGetCaptureInfo_v3 (CUDA 12.3)"));
+  }
+  int status = 0;
+  uint64_t id = 0;
+  CUgraph graph = nullptr;
+  const CUgraphNode* nodes = nullptr;
+  const void* edges = nullptr;
+  size_t count = 0;
+  KILN_JIT_RETURN_IF_ERROR(
+      KILN_CU(driver(), cuStreamGetCaptureInfo(stream_, &status, &id, &graph, &nodes, &edges, &count)));
+  if (status != kStreamCaptureStatusActive || count != 1) {
+    return absl::InternalError(absl::StrCat("CapturedNode: the stream is ",
+                                            status == kStreamCaptureStatusActive ? "" : "not ",
+                                            "capturing, with ", count, " nodes last queued (want 1)"));
+  }
+  return nodes[0];
 }
 
 absl::StatusOr<CudaGraph> CudaContext::CaptureGraph(const std::function<absl::Status()>& enqueue) const {

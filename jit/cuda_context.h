@@ -76,6 +76,11 @@ class CudaContext {
   // Queues `function` on the stream. `args` holds one pointer per kernel
   // parameter, pointing at its value (cuLaunchKernel's kernelParams).
   absl::Status Launch(CudaFunction& function, const LaunchConfig& config, void** args);
+  // What Launch checks before it queues: sizes positive, threads and dynamic
+  // shared memory within the kernel's limits (raising the opt-in attribute
+  // where needed), clusters dividing the grid. Graph replay checks a launch
+  // it updates a node to with this.
+  absl::Status CheckLaunch(CudaFunction& function, const LaunchConfig& config);
   // How many blocks of `threads` threads and `dynamic_shared_bytes` of
   // dynamic shared memory can be resident on the device at once: the most
   // a cooperative launch may ask for. In clusters of `cluster` blocks
@@ -89,6 +94,11 @@ class CudaContext {
   // What `enqueue` queues on the stream, captured as a graph to replay
   // (CudaGraph::Capture).
   absl::StatusOr<CudaGraph> CaptureGraph(const std::function<absl::Status()>& enqueue) const;
+  // Whether the driver can update a replayed graph's kernels (CUDA 12.3+:
+  // CapturedNode and CudaGraph::SetKernelNode).
+  bool CanUpdateGraphs() const;
+  // While capturing: the node the last launch on the stream became.
+  absl::StatusOr<CUgraphNode> CapturedNode() const;
 
  private:
   CudaContext(std::shared_ptr<PrimaryContext> primary, DeviceInfo info, CUstream stream,

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 #include "jit/cuda_status.h"
 
 namespace kiln::jit {
@@ -59,6 +61,27 @@ void CudaGraph::Destroy() {
 absl::Status CudaGraph::Launch() {
   KILN_JIT_RETURN_IF_ERROR(context_->MakeCurrent());
   return KILN_CU(context_->driver(), cuGraphLaunch(exec_, stream_));
+}
+
+absl::Status CudaGraph::SetKernelNode(CUgraphNode node, const CudaFunction& function,
+                                      const LaunchConfig& config, void** args) {
+  const DriverApi& driver = context_->driver();
+  if (driver.cuGraphExecKernelNodeSetParams == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("the CUDA driver (", driver.library,
+                                                      ") lacks cuGraphExecKernelNodeSetParams_v2"));
+  }
+  KILN_JIT_RETURN_IF_ERROR(context_->MakeCurrent());
+  CUkernelNodeParams params;
+  params.func = function.handle();
+  params.grid_x = config.grid.x;
+  params.grid_y = config.grid.y;
+  params.grid_z = config.grid.z;
+  params.block_x = config.block.x;
+  params.block_y = config.block.y;
+  params.block_z = config.block.z;
+  params.shared_bytes = config.dynamic_shared_bytes;
+  params.params = args;
+  return KILN_CU(driver, cuGraphExecKernelNodeSetParams(exec_, node, &params));
 }
 
 }  // namespace kiln::jit

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "jit/cuda_module.h"
 #include "jit/cuda_types.h"
 #include "jit/primary_context.h"
 
@@ -28,6 +29,13 @@ class CudaGraph {
 
   // Queues one replay of the captured work on the stream.
   absl::Status Launch();
+  // Makes later replays run `node` (a kernel node of this graph, from
+  // CudaContext::CapturedNode) as `function` with `config`'s grid, block and
+  // dynamic shared memory and the parameters `args` points at (copied now).
+  // The launch's other attributes (cooperative, early, cluster) stay as
+  // captured. Needs CudaContext::CanUpdateGraphs.
+  absl::Status SetKernelNode(CUgraphNode node, const CudaFunction& function, const LaunchConfig& config,
+                             void** args);
 
  private:
   CudaGraph(std::shared_ptr<PrimaryContext> context, CUstream stream, CUgraph graph, CUgraphExec exec)

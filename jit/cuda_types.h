@@ -26,6 +26,8 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUkernel = struct CUkern_st*;
 
 // NVRTC handles.
 using nvrtcResult = int;
@@ -98,6 +100,20 @@ struct CUlaunchConfig {
   CUlaunchAttribute* attrs = nullptr;
   unsigned num_attrs = 0;
 };
+
+// CUDA_KERNEL_NODE_PARAMS_v2: what cuGraphExecKernelNodeSetParams sets.
+struct CUkernelNodeParams {
+  CUfunction func = nullptr;
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  void** params = nullptr;
+  void** extra = nullptr;
+  CUkernel kern = nullptr;  // used only without func
+  CUcontext ctx = nullptr;  // ignored with func
+};
+// CUstreamCaptureStatus: CU_STREAM_CAPTURE_STATUS_ACTIVE.
+inline constexpr int kStreamCaptureStatusActive = 1;
 
 // nvrtcResult values.
 inline constexpr nvrtcResult kNvrtcSuccess = 0;             // NVRTC_SUCCESS

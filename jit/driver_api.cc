@@ -43,6 +43,9 @@ std::vector<std::string> BindDriver(const DynamicLibrary& lib, DriverApi& api) {
   bind("cuGraphLaunch", api.cuGraphLaunch);
   bind("cuGraphExecDestroy", api.cuGraphExecDestroy);
   bind("cuGraphDestroy", api.cuGraphDestroy);
+  // Optional: without them decode steps are not replayed as graphs.
+  lib.Bind("cuStreamGetCaptureInfo_v3", api.cuStreamGetCaptureInfo);
+  lib.Bind("cuGraphExecKernelNodeSetParams_v2", api.cuGraphExecKernelNodeSetParams);
   bind("cuMemAlloc_v2", api.cuMemAlloc);
   bind("cuMemFree_v2", api.cuMemFree);
   bind("cuMemGetInfo_v2", api.cuMemGetInfo);

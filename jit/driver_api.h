@@ -41,6 +41,14 @@ struct DriverApi {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
   CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
+  // Optional (CUDA 12.3 and later; null where the driver lacks them): what
+  // graph replay with updated kernel nodes needs (CudaGraph::SetKernelNode).
+  // cuStreamGetCaptureInfo_v3; the edge data is returned as an opaque pointer.
+  CUresult (*cuStreamGetCaptureInfo)(CUstream stream, int* status, uint64_t* id, CUgraph* graph,
+                                     const CUgraphNode** dependencies, const void** edge_data,
+                                     size_t* count) = nullptr;
+  CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node,
+                                             const CUkernelNodeParams* params) = nullptr;
 
   CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr ptr) = nullptr;

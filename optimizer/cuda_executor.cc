@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <cstring>
@@ -40,9 +41,20 @@ struct CudaExecutor::Plan {
     int tensor = -1;
     std::vector<int> views;  // trace node indices of the view chain, innermost first
   };
+  // What replaying the plan's launches from graphs keeps between runs.
+  struct Replay {
+    absl::Mutex mu;
+    int64_t runs ABSL_GUARDED_BY(mu) = 0;
+    bool failed ABSL_GUARDED_BY(mu) = false;  // a capture or replay failed: launch one by one
+    // Intermediate buffers by DTensor id, the same from run to run.
+    std::vector<std::shared_ptr<Storage>> kept ABSL_GUARDED_BY(mu);
+    LaunchGraphs graphs ABSL_GUARDED_BY(mu);
+  };
   std::shared_ptr<const CompiledGraph> compiled;
   std::vector<int> tensor_node;  // DTensor id -> index in the trace's nodes
   std::vector<Output> outputs;
+  std::vector<bool> returned;    // by DTensor id: a Run returns its buffer (a fresh one each run)
+  std::shared_ptr<Replay> replay = std::make_shared<Replay>();
 };
 
 namespace {
@@ -178,6 +190,8 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compiled = CompileValid(std::move(lowered->graph));
   if (!compiled.ok()) return compiled.status();
   plan->compiled = *std::move(compiled);
+  plan->returned.assign(plan->compiled->graph.tensors.size(), false);
+  for (const Plan::Output& o : plan->outputs) plan->returned[o.tensor] = true;
   return std::shared_ptr<const Plan>(std::move(plan));
 }
 
@@ -239,9 +253,22 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::CompiledGraph>> CudaExecutor:
 
 absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, const std::vector<TensorData>& buffers,
                                              const Bindings& bindings) {
+  absl::StatusOr<std::vector<PreparedLaunch>> launches = PrepareLaunches(compiled, buffers, bindings);
+  if (!launches.ok()) return launches.status();
+  for (PreparedLaunch& l : *launches) {
+    void* args[] = {l.params.data()};
+    if (absl::Status s = context_.Launch(*l.function, l.config, args); !s.ok()) return s;
+  }
+  return static_cast<int64_t>(launches->size());
+}
+
+absl::StatusOr<std::vector<PreparedLaunch>> CudaExecutor::PrepareLaunches(const CompiledGraph& compiled,
+                                                                          const std::vector<TensorData>& buffers,
+                                                                          const Bindings& bindings) {
   if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
   const uint64_t error_word = reinterpret_cast<uint64_t>(error_word_->data());
-  int64_t launches = 0;
+  std::vector<PreparedLaunch> launches;
+  launches.reserve(compiled.kernels.size());
   for (size_t k = 0; k < compiled.kernels.size(); ++k) {
     const CompiledGraph::Kernel& kernel = compiled.kernels[k];
     const ugraph::BlockGraph& block = compiled.graph.kernels[k].block;
@@ -313,7 +340,7 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     // (inputs_before_wait) starts so only after another of its graph's
     // kernels: the kernel before it is then that one, which itself waited
     // for everything before the graph.
-    config.early = launches > 0 || !kernel.source.inputs_before_wait;
+    config.early = !launches.empty() || !kernel.source.inputs_before_wait;
     // The kernel's one parameter: { char* t[]; long long s[]; int* err; char* ws; unsigned* counters;
     // unsigned together; }.
     std::vector<uint64_t> params;
@@ -329,9 +356,7 @@ absl::StatusOr<int64_t> CudaExecutor::Launch(const CompiledGraph& compiled, cons
     params.push_back(workspace);
     params.push_back(counters);
     params.push_back(config.cooperative ? 1 : 0);  // together (the low bytes)
-    void* args[] = {params.data()};
-    if (absl::Status s = context_.Launch(*function, config, args); !s.ok()) return s;
-    ++launches;
+    launches.push_back({function, config, std::move(params)});
   }
   return launches;
 }
@@ -398,8 +423,14 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
   if (!found.ok()) return found.status();
   const Plan& plan = **found;
   if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
+  // Runs of one plan take turns: they share its kept buffers and graphs.
+  Plan::Replay& replay = *plan.replay;
+  absl::MutexLock replay_lock(&replay.mu);
+  const bool graphed = ++replay.runs >= 2 && !replay.failed && graphs();
+  if (graphed) replay.kept.resize(plan.compiled->graph.tensors.size());
 
-  // Buffers: leaves as they are, the rest allocated (or aliased) now.
+  // Buffers: leaves as they are, the rest allocated (or aliased) now; with
+  // graphs, the intermediates kept from the last run where they fit.
   const std::vector<Node*>& nodes = trace.nodes();
   std::vector<TensorData> buffers(plan.compiled->graph.tensors.size());
   for (const ugraph::DTensor& t : plan.compiled->graph.tensors) {
@@ -419,9 +450,18 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
       data = buffers[t.aliases];
     } else {
       const size_t bytes = std::max<size_t>(1, Product(*sizes) * DTypeSize(t.dtype));
-      absl::StatusOr<std::shared_ptr<Storage>> storage = context_.Allocate(bytes);
-      if (!storage.ok()) return storage.status();
-      data.storage = *std::move(storage);
+      std::shared_ptr<Storage>* kept = graphed && !plan.returned[t.id] ? &replay.kept[t.id] : nullptr;
+      if (kept != nullptr && *kept != nullptr && (*kept)->bytes() >= bytes) {
+        data.storage = *kept;
+      } else {
+        // A kept buffer grows by half again at least: a length that grows
+        // by a token a step moves it (and updates graph nodes) rarely.
+        const size_t size = kept != nullptr && *kept != nullptr ? std::max(bytes, (*kept)->bytes() * 3 / 2) : bytes;
+        absl::StatusOr<std::shared_ptr<Storage>> storage = context_.Allocate(size);
+        if (!storage.ok()) return storage.status();
+        data.storage = *std::move(storage);
+        if (kept != nullptr) *kept = data.storage;
+      }
       if (poison_buffers_) {
         if (absl::Status s = context_.Memset(reinterpret_cast<uint64_t>(data.storage->data()), 0xff, bytes);
             !s.ok()) {
@@ -445,9 +485,31 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
     if (absl::Status s = gpu_start->Record(); !s.ok()) return s;
   }
   const CompiledGraph& compiled = *plan.compiled;
-  absl::StatusOr<int64_t> launched = Launch(compiled, buffers, bindings);
-  if (!launched.ok()) return launched.status();
-  const int64_t launches = *launched;
+  absl::StatusOr<std::vector<PreparedLaunch>> prepared = PrepareLaunches(compiled, buffers, bindings);
+  if (!prepared.ok()) return prepared.status();
+  const int64_t launches = static_cast<int64_t>(prepared->size());
+  LaunchGraphStats graph_stats;
+  bool replayed = false;
+  if (graphed && launches > 0) {
+    // A graph that cannot be captured or replayed (a driver that refuses a
+    // kind of launch in graphs) leaves the plan to per-kernel launches.
+    const absl::Status s = replay.graphs.Launch(context_, *prepared, graph_stats);
+    replayed = s.ok();
+    replay.failed = !replayed;
+    static std::once_flag warned;
+    if (!replayed) {
+      std::call_once(warned, [&] {
+        std::fprintf(stderr, "kiln: CUDA graph replay failed (%s); launching kernels one by one\n",
+                     s.ToString().c_str());
+      });
+    }
+  }
+  if (!replayed) {
+    for (PreparedLaunch& l : *prepared) {
+      void* args[] = {l.params.data()};
+      if (absl::Status s = context_.Launch(*l.function, l.config, args); !s.ok()) return s;
+    }
+  }
   double host_seconds = 0, gpu_seconds = 0;
   if (profile_) {
     host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
@@ -461,6 +523,10 @@ absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
     stats_.launches += launches;
     stats_.host_seconds += host_seconds;
     stats_.gpu_seconds += gpu_seconds;
+    stats_.graph_replays += graph_stats.replays;
+    stats_.graph_captures += graph_stats.captures;
+    stats_.graph_node_updates += graph_stats.node_updates;
+    stats_.graph_fallbacks += graphed && launches > 0 && !replayed ? 1 : 0;
   }
   if (plan.compiled->reports_errors) {
     int code = 0;

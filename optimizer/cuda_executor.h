@@ -20,6 +20,7 @@
 #include "jit/cuda_context.h"
 #include "jit/kernel_cache.h"
 #include "jit/module_cache.h"
+#include "optimizer/launch_graph.h"
 #include "optimizer/lower.h"
 #include "optimizer/ugraph.h"
 #include "optimizer/ugraph_validate.h"
@@ -38,6 +39,13 @@ struct CudaExecutorStats {
   // is queued, and GPU time from the first launch to the last kernel's end.
   double host_seconds = 0;
   double gpu_seconds = 0;
+  // With graphs on (set_graphs): runs replayed from a CUDA graph, graphs
+  // captured, kernel nodes updated before a replay, and runs that launched
+  // kernel by kernel because capturing or replaying failed.
+  int64_t graph_replays = 0;
+  int64_t graph_captures = 0;
+  int64_t graph_node_updates = 0;
+  int64_t graph_fallbacks = 0;
 };
 
 class CudaExecutor : public Executor {
@@ -79,6 +87,13 @@ class CudaExecutor : public Executor {
   void set_poison_buffers(bool poison) { poison_buffers_ = poison; }
   // Measure host and GPU time per Run (each Run then waits for its kernels).
   void set_profile(bool profile) { profile_ = profile; }
+  // Replay a trace structure's kernels from a CUDA graph from its second Run
+  // on (on by default where the driver can update graph nodes): its
+  // intermediate buffers are then kept from run to run, and a run updates
+  // only the nodes whose pointers, symbol values or grid changed. Off: every
+  // kernel is launched on its own.
+  void set_graphs(bool graphs) { graphs_ = graphs; }
+  bool graphs() const { return graphs_ && context_.CanUpdateGraphs(); }
   // Compile later kernels for `arch` ("sm_90" on an sm_90a device: the
   // generated code's paths for targets without Hopper's wgmma) instead of
   // the device's own (empty: the device's). For tests; set it while no
@@ -98,6 +113,10 @@ class CudaExecutor : public Executor {
   CudaExecutor(jit::CudaContext& context, std::unique_ptr<jit::KernelCache> kernel_cache,
                std::shared_ptr<Storage> error_word);
   absl::StatusOr<std::shared_ptr<const Plan>> PlanFor(const Trace& trace);
+  // Every launch of `compiled` on `buffers`, computed but not queued.
+  absl::StatusOr<std::vector<PreparedLaunch>> PrepareLaunches(const CompiledGraph& compiled,
+                                                              const std::vector<TensorData>& buffers,
+                                                              const Bindings& bindings);
   // A split kernel's form for the last block alone, compiled once on demand.
   absl::StatusOr<jit::CudaFunction*> AloneFunction(const CompiledGraph::Kernel& kernel);
   // `fused`: how many searched kernels the plan runs.
@@ -124,6 +143,7 @@ class CudaExecutor : public Executor {
   std::shared_ptr<Storage> workspace_, counters_;
   bool poison_buffers_ = false;
   bool profile_ = false;
+  bool graphs_ = true;
   std::string compile_arch_;
   RegionSearch region_search_;
   mutable absl::Mutex mu_;
