@@ -95,10 +95,18 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
     return stats;
   }
 
+  // Greedy decoding on the GPU picks the token there and reads back its id
+  // alone; the CPU, and sampling, take the logits row.
+  const bool greedy_on_device = options.sampling.temperature == 0 && model.device().type != DeviceType::kCpu;
+  const int64_t vocab = tokenizer.vocab_size();
+  const auto feed = [&](absl::Span<const int32_t> tokens) -> absl::StatusOr<int32_t> {
+    if (greedy_on_device) return session->FeedGreedy(tokens, vocab);
+    absl::StatusOr<std::vector<float>> logits = session->Feed(tokens);
+    if (!logits.ok()) return logits.status();
+    return SampleToken(sampler, *logits, tokenizer);
+  };
   Clock::time_point start = Clock::now();
-  absl::StatusOr<std::vector<float>> logits = session->Feed(*prompt);
-  if (!logits.ok()) return logits.status();
-  absl::StatusOr<int32_t> next = SampleToken(sampler, *logits, tokenizer);
+  absl::StatusOr<int32_t> next = feed(*prompt);
   if (!next.ok()) return next.status();
   stats.prefill_seconds = SecondsSince(start);
 
@@ -110,9 +118,7 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
     if (absl::Status s = emit(*next); !s.ok()) return s;
     ++stats.generated_tokens;
     if (pos == options.steps) break;
-    logits = session->Feed({*next});
-    if (!logits.ok()) return logits.status();
-    next = SampleToken(sampler, *logits, tokenizer);
+    next = feed({*next});
     if (!next.ok()) return next.status();
   }
   if (const std::string rest = stream.Finish(); !rest.empty()) on_text(rest);

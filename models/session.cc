@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "models/device_greedy.h"
 #include "ops/ops.h"
 
 namespace kiln::models {
@@ -13,7 +14,8 @@ absl::StatusOr<Session> Session::Create(const LlamaModel& model) {
   return Session(model, *std::move(cache));
 }
 
-absl::StatusOr<std::vector<float>> Session::Feed(absl::Span<const int32_t> tokens) {
+absl::StatusOr<Tensor> Session::Step(absl::Span<const int32_t> tokens,
+                                     const std::function<Tensor(const Tensor&)>& head) {
   using Clock = std::chrono::steady_clock;
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) return absl::InvalidArgumentError("session: no tokens to feed");
@@ -25,17 +27,41 @@ absl::StatusOr<std::vector<float>> Session::Feed(absl::Span<const int32_t> token
   const Clock::time_point t0 = Clock::now();
   const Symbol pos = model_->PositionSymbol(n);
   const std::vector<int32_t> ids(tokens.begin(), tokens.end());
-  const Tensor logits = model_->Forward(Tensor::FromHost<int32_t>(ids, {n}), Dim(pos), cache_);
-  std::vector<Tensor> outputs = {logits};
+  const Tensor out = head(model_->Forward(Tensor::FromHost<int32_t>(ids, {n}), Dim(pos), cache_));
+  std::vector<Tensor> outputs = {out};
   outputs.insert(outputs.end(), cache_.k.begin(), cache_.k.end());
   outputs.insert(outputs.end(), cache_.v.begin(), cache_.v.end());
   const Clock::time_point t1 = Clock::now();
-  if (absl::Status s = RealizeAll(outputs, {{pos, size()}}); !s.ok()) return s;
-  absl::StatusOr<std::vector<float>> row = logits.to_host<float>();
   trace_seconds_ += std::chrono::duration<double>(t1 - t0).count();
+  const absl::Status s = RealizeAll(outputs, {{pos, size()}});
   realize_seconds_ += std::chrono::duration<double>(Clock::now() - t1).count();
-  if (row.ok()) tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  if (!s.ok()) return s;
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<float>> Session::Feed(absl::Span<const int32_t> tokens) {
+  absl::StatusOr<Tensor> logits = Step(tokens, [](const Tensor& t) { return t; });
+  if (!logits.ok()) return logits.status();
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<float>> row = logits->to_host<float>();
+  realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return row;
+}
+
+absl::StatusOr<int32_t> Session::FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab) {
+  if (vocab < 1 || vocab > model_->config().vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("session: greedy over ", vocab, " of the model's ",
+                                                   model_->config().vocab_size, " logits"));
+  }
+  absl::StatusOr<Tensor> token = Step(tokens, [vocab](const Tensor& t) { return DeviceGreedyToken(t, vocab); });
+  if (!token.ok()) return token.status();
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<int32_t>> id = token->to_host<int32_t>();
+  realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!id.ok()) return id.status();
+  if (absl::Status s = DeviceGreedyError((*id)[0], vocab); !s.ok()) return s;
+  return (*id)[0];
 }
 
 void Session::Rewind(int n) {

@@ -6,6 +6,7 @@
 #define KILN_MODELS_SESSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,10 @@ class Session {
   // ([vocab] floats). InvalidArgument when no tokens are given or they would
   // pass the context.
   absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens);
+  // As Feed, but returns the greedy token of the first `vocab` logits
+  // (DeviceGreedyToken), computed on the model's device: a GPU step reads
+  // back 4 bytes instead of the logits.
+  absl::StatusOr<int32_t> FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab);
 
   // Keeps the first `n` tokens (n <= size()); the cache past them is
   // overwritten by the next Feed.
@@ -38,6 +43,9 @@ class Session {
 
  private:
   Session(const LlamaModel& model, KvCache cache) : model_(&model), cache_(std::move(cache)) {}
+  // Records the step of `tokens` and realizes `head(logits)` with the cache;
+  // returns the realized head.
+  absl::StatusOr<Tensor> Step(absl::Span<const int32_t> tokens, const std::function<Tensor(const Tensor&)>& head);
 
   const LlamaModel* model_;
   KvCache cache_;

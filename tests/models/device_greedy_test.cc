@@ -1,0 +1,52 @@
+// DeviceGreedyToken against Sampler at temperature 0 (on the CPU executor;
+// GpuModel's golden text runs it on the GPU).
+#include "models/device_greedy.h"
+
+#include <limits>
+
+#include "gtest/gtest.h"
+#include "models/sampler.h"
+#include "ops/ops.h"
+#include "tests/test_util.h"
+
+namespace kiln::models {
+namespace {
+
+int32_t DeviceGreedy(const std::vector<float>& logits, int64_t vocab) {
+  const Tensor row = Tensor::FromHost<float>(logits, {1, static_cast<int64_t>(logits.size())});
+  absl::StatusOr<std::vector<int32_t>> token = DeviceGreedyToken(row, vocab).to_host<int32_t>();
+  EXPECT_TRUE(token.ok()) << token.status();
+  return token.ok() ? (*token)[0] : -1;
+}
+
+int32_t SamplerGreedy(const std::vector<float>& logits, int64_t vocab) {
+  Sampler sampler({.temperature = 0});
+  return *sampler.Sample(absl::MakeConstSpan(logits.data(), vocab));
+}
+
+TEST(DeviceGreedy, PicksWhatTheSamplerPicksOverTheTokenizersVocabulary) {
+  for (int64_t n : {1, 3, 17, 127, 4097}) {
+    std::vector<float> logits = testing::ReadF32(random_normal({n}, 40 + n));
+    const int64_t vocab = n > 3 ? n - 2 : n;  // padded rows are never picked
+    if (n > 3) logits[n - 1] = 100;
+    EXPECT_EQ(DeviceGreedy(logits, vocab), SamplerGreedy(logits, vocab)) << n;
+  }
+}
+
+TEST(DeviceGreedy, TiesGoToTheLowestIndex) {
+  std::vector<float> logits(300, -1);
+  logits[7] = logits[250] = logits[299] = 2.5f;
+  logits[3] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(DeviceGreedy(logits, 300), 7);
+  EXPECT_EQ(SamplerGreedy(logits, 300), 7);
+}
+
+TEST(DeviceGreedy, NoNumberIsAClearError) {
+  const std::vector<float> logits(5, std::numeric_limits<float>::quiet_NaN());
+  const int32_t token = DeviceGreedy(logits, 5);
+  EXPECT_EQ(DeviceGreedyError(token, 5).code(), absl::StatusCode::kInvalidArgument) << token;
+  EXPECT_TRUE(DeviceGreedyError(4, 5).ok());
+}
+
+}  // namespace
+}  // namespace kiln::models
