@@ -6,7 +6,9 @@
 // measured in the same run).
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "examples/commands.h"
 #include "examples/flags.h"
 #include "jit/cuda_types.h"
+#include "models/decode_step.h"
 #include "models/llama.h"
 #include "models/random_weights.h"
 #include "nlohmann/json.hpp"
@@ -113,18 +116,35 @@ int BenchDecode() {
   absl::StatusOr<models::KvCache> cache = model->NewCache(Device::Cuda());
   if (!cache.ok()) return Fail(cache.status());
 
+  // A step: the decode step recorded once and rerun (--replay_steps, what
+  // kiln generate runs), or recorded anew each token.
+  const bool replay = absl::GetFlag(FLAGS_replay_steps);
+  std::unique_ptr<models::DecodeStep> decode_step;
+  const auto step = [&](int64_t pos, StepTimes* times) -> absl::StatusOr<double> {
+    if (!replay) return TimedStep(*model, *cache, 1, pos, times, /*greedy=*/true);
+    const auto start = std::chrono::steady_clock::now();
+    if (decode_step == nullptr) {
+      absl::StatusOr<std::unique_ptr<models::DecodeStep>> created =
+          models::DecodeStep::Create(*model, *cache, config->vocab_size);
+      if (!created.ok()) return created.status();
+      decode_step = *std::move(created);
+    }
+    const int32_t token = static_cast<int32_t>(pos * 7919 % config->vocab_size);
+    if (absl::StatusOr<int32_t> next = decode_step->Greedy(token, pos); !next.ok()) return next.status();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (times != nullptr) times->realize += seconds;
+    return seconds;
+  };
   // The first step compiles (or finds the kernel cache); two more warm up.
-  absl::StatusOr<double> first = TimedStep(*model, *cache, 1, context, nullptr, true);
+  absl::StatusOr<double> first = step(context, nullptr);
   if (!first.ok()) return Fail(first.status());
   for (int i = 1; i < 3; ++i) {
-    if (absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + i, nullptr, true); !t.ok()) {
-      return Fail(t.status());
-    }
+    if (absl::StatusOr<double> t = step(context + i, nullptr); !t.ok()) return Fail(t.status());
   }
   std::vector<double> wall;
   StepTimes parts;
   for (int i = 0; i < steps; ++i) {
-    absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + 3 + i % 8, &parts, true);
+    absl::StatusOr<double> t = step(context + 3 + i % 8, &parts);
     if (!t.ok()) return Fail(t.status());
     wall.push_back(*t);
   }
@@ -133,9 +153,7 @@ int BenchDecode() {
   gpu->ResetStats();
   const int profiled = 16;
   for (int i = 0; i < profiled; ++i) {
-    if (absl::StatusOr<double> t = TimedStep(*model, *cache, 1, context + 3 + i % 8, nullptr, true); !t.ok()) {
-      return Fail(t.status());
-    }
+    if (absl::StatusOr<double> t = step(context + 3 + i % 8, nullptr); !t.ok()) return Fail(t.status());
   }
   gpu->set_profile(false);
   const CudaExecutorStats stats = gpu->stats();
@@ -152,9 +170,14 @@ int BenchDecode() {
   std::printf("  first step (compiles or loads kernels): %.1f ms\n", *first * 1e3);
   std::printf("  decode: %.3f ms/token (median of %d steps) = %.3f ms GPU + %.3f ms host; "
               "%.0f launches/step\n", ms, steps, gpu_ms, ms - gpu_ms, launches);
-  std::printf("  a step's wall time (mean): %.1f us recording the trace, %.1f us realizing it, %.1f us "
-              "reading the greedy token back\n", parts.trace / steps * 1e6, parts.realize / steps * 1e6,
-              parts.read_back / steps * 1e6);
+  if (replay) {
+    std::printf("  a step's wall time (mean): %.1f us, the step recorded once and rerun "
+                "(--replay_steps)\n", parts.realize / steps * 1e6);
+  } else {
+    std::printf("  a step's wall time (mean): %.1f us recording the trace, %.1f us realizing it, %.1f us "
+                "reading the greedy token back\n", parts.trace / steps * 1e6, parts.realize / steps * 1e6,
+                parts.read_back / steps * 1e6);
+  }
   if (gpu->graphs()) {
     std::printf("  CUDA graphs: %lld of %d profiled steps replayed, %lld captured, %.1f kernel nodes "
                 "updated/step, %lld fell back to per-kernel launches\n",
@@ -172,7 +195,7 @@ int BenchDecode() {
         {"ms_per_token", ms},   {"gpu_ms", gpu_ms},           {"host_ms", ms - gpu_ms},
         {"launches", launches}, {"floor_ms", floor_ms},       {"bytes_GB", bytes / 1e9},
         {"copy_TBps", *bandwidth / 1e12}, {"first_step_ms", *first * 1e3},
-        {"superoptimize", search}, {"cuda_graphs", gpu->graphs()},
+        {"superoptimize", search}, {"cuda_graphs", gpu->graphs()}, {"replay_steps", replay},
         {"graph_replays", stats.graph_replays}, {"graph_captures", stats.graph_captures},
         {"node_updates_per_step", node_updates}, {"trace_us", parts.trace / steps * 1e6},
         {"realize_us", parts.realize / steps * 1e6}, {"read_back_us", parts.read_back / steps * 1e6}, {"device", gpu->context().info().ToString()}};

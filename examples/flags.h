@@ -25,6 +25,7 @@ ABSL_DECLARE_FLAG(int, repeat);
 ABSL_DECLARE_FLAG(bool, superoptimize);
 ABSL_DECLARE_FLAG(bool, search_log);
 ABSL_DECLARE_FLAG(bool, cuda_graphs);
+ABSL_DECLARE_FLAG(bool, replay_steps);
 
 namespace kiln::cli {
 

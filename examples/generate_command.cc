@@ -50,6 +50,7 @@ int RunGenerate(const std::vector<std::string>& args) {
   models::GenerateOptions options;
   options.prompt = absl::GetFlag(FLAGS_prompt);
   options.steps = absl::GetFlag(FLAGS_steps);
+  options.replay_steps = absl::GetFlag(FLAGS_replay_steps);
   options.sampling = SamplingFromFlags();
   if (options.steps > run->model->config().max_seq_len) {
     std::fprintf(stderr, "kiln generate: --steps %d exceeds the model's context; using %d\n",

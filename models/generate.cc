@@ -70,6 +70,7 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
   Sampler sampler(options.sampling);
   absl::StatusOr<Session> session = Session::Create(model);
   if (!session.ok()) return session.status();
+  session->set_replay_steps(options.replay_steps);
 
   GenerateStats stats;
   stats.prompt_tokens = n;

@@ -27,6 +27,9 @@ struct GenerateOptions {
   bool add_special_tokens = true;
   // Stream the prompt's text before the generated text (as run.c does).
   bool echo_prompt = true;
+  // Greedy decoding on a GPU reruns a decode step recorded once
+  // (Session::set_replay_steps); false records every step's trace.
+  bool replay_steps = true;
 };
 
 struct GenerateStats {

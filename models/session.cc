@@ -24,6 +24,7 @@ absl::StatusOr<Tensor> Session::Step(absl::Span<const int32_t> tokens,
                                                    " more exceed the context of ", context(),
                                                    " positions (--context)"));
   }
+  step_.reset();  // the step below writes the cache its own way
   const Clock::time_point t0 = Clock::now();
   const Symbol pos = model_->PositionSymbol(n);
   const std::vector<int32_t> ids(tokens.begin(), tokens.end());
@@ -53,6 +54,22 @@ absl::StatusOr<int32_t> Session::FeedGreedy(absl::Span<const int32_t> tokens, in
   if (vocab < 1 || vocab > model_->config().vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat("session: greedy over ", vocab, " of the model's ",
                                                    model_->config().vocab_size, " logits"));
+  }
+  if (tokens.size() == 1 && replay_steps_ && model_->device().type == DeviceType::kCuda && size() < context()) {
+    const auto start = std::chrono::steady_clock::now();
+    if (step_ == nullptr || step_vocab_ != vocab) {
+      step_.reset();
+      absl::StatusOr<std::unique_ptr<DecodeStep>> step = DecodeStep::Create(*model_, cache_, vocab);
+      if (!step.ok()) return step.status();
+      step_ = *std::move(step);
+      step_vocab_ = vocab;
+      trace_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    const auto run = std::chrono::steady_clock::now();
+    absl::StatusOr<int32_t> next = step_->Greedy(tokens[0], size());
+    realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run).count();
+    if (next.ok()) tokens_.push_back(tokens[0]);
+    return next;
   }
   absl::StatusOr<Tensor> token = Step(tokens, [vocab](const Tensor& t) { return DeviceGreedyToken(t, vocab); });
   if (!token.ok()) return token.status();

@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "models/decode_step.h"
 #include "models/llama.h"
 
 namespace kiln::models {
@@ -26,8 +28,12 @@ class Session {
   absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens);
   // As Feed, but returns the greedy token of the first `vocab` logits
   // (DeviceGreedyToken), computed on the model's device: a GPU step reads
-  // back 4 bytes instead of the logits.
+  // back 4 bytes instead of the logits. On a GPU, one token at a time runs
+  // a DecodeStep recorded once (unless set_replay_steps(false)).
   absl::StatusOr<int32_t> FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab);
+  // Whether FeedGreedy of one token reruns a recorded DecodeStep (on by
+  // default) instead of recording the step's trace anew.
+  void set_replay_steps(bool replay) { replay_steps_ = replay; }
 
   // Keeps the first `n` tokens (n <= size()); the cache past them is
   // overwritten by the next Feed.
@@ -49,6 +55,11 @@ class Session {
 
   const LlamaModel* model_;
   KvCache cache_;
+  bool replay_steps_ = true;
+  // The recorded decode step over cache_, and the vocabulary it picks from;
+  // dropped before cache_ is fed any other way.
+  std::unique_ptr<DecodeStep> step_;
+  int64_t step_vocab_ = 0;
   std::vector<int32_t> tokens_;
   double trace_seconds_ = 0;
   double realize_seconds_ = 0;

@@ -70,8 +70,9 @@ uint64_t DevicePointer(const TensorData& data, DType dtype) {
 }
 
 // slice_update nodes whose destination no one else can observe: the kernel
-// may write into its buffer (the rule the CPU executor follows).
-absl::flat_hash_set<const Node*> InPlaceUpdates(const Trace& trace) {
+// may write into its buffer (the rule the CPU executor follows). With
+// `shared`, also those whose destination other handles share (PlanInPlace).
+absl::flat_hash_set<const Node*> InPlaceUpdates(const Trace& trace, bool shared = false) {
   absl::flat_hash_set<const Node*> out;
   const absl::flat_hash_set<const Node*> outputs(trace.outputs().begin(), trace.outputs().end());
   for (const Node* n : trace.nodes()) {
@@ -81,8 +82,8 @@ absl::flat_hash_set<const Node*> InPlaceUpdates(const Trace& trace) {
     if (half && !outputs.contains(n)) continue;
     const std::shared_ptr<Node>& dst = n->inputs[0];
     if (!dst->is_realized()) continue;
-    if (dst.use_count() == 1 && dst->data.storage.use_count() == 1 &&
-        dst->data.storage->writable() && dst->data.is_contiguous()) {
+    const bool alone = dst.use_count() == 1 && dst->data.storage.use_count() == 1;
+    if ((alone || shared) && dst->data.storage->writable() && dst->data.is_contiguous()) {
       out.insert(n);
     }
   }
@@ -145,8 +146,12 @@ CudaExecutorStats CudaExecutor::stats() const {
   return s;
 }
 
-absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanFor(const Trace& trace) {
-  const absl::flat_hash_set<const Node*> in_place = InPlaceUpdates(trace);
+absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanInPlace(const Trace& trace) {
+  return PlanWith(trace, InPlaceUpdates(trace, /*shared=*/true));
+}
+
+absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanWith(
+    const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
   const Hash128 key = PlanKey(trace, in_place);
   {
     absl::MutexLock lock(&mu_);
@@ -418,10 +423,31 @@ void CudaExecutor::ResetStats() {
 absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
                                                           const Bindings& bindings) {
   const auto host_start = std::chrono::steady_clock::now();
-  std::optional<jit::CudaEvent> gpu_start, gpu_end;
-  absl::StatusOr<std::shared_ptr<const Plan>> found = PlanFor(trace);
+  absl::StatusOr<std::shared_ptr<const Plan>> found = PlanWith(trace, InPlaceUpdates(trace));
   if (!found.ok()) return found.status();
-  const Plan& plan = **found;
+  return RunPlan(trace, **found, bindings, host_start);
+}
+
+absl::StatusOr<std::vector<TensorData>> CudaExecutor::RunPlanned(const Trace& trace, const Plan& plan,
+                                                                 const Bindings& bindings) {
+  const auto host_start = std::chrono::steady_clock::now();
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.runs;
+    ++stats_.plan_hits;
+  }
+  if (plan.tensor_node.size() != plan.compiled->graph.tensors.size() ||
+      std::any_of(plan.tensor_node.begin(), plan.tensor_node.end(),
+                  [&](int n) { return n < 0 || n >= static_cast<int>(trace.nodes().size()); })) {
+    return absl::InvalidArgumentError("CUDA executor: RunPlanned with a trace the plan was not made for");
+  }
+  return RunPlan(trace, plan, bindings, host_start);
+}
+
+absl::StatusOr<std::vector<TensorData>> CudaExecutor::RunPlan(const Trace& trace, const Plan& plan,
+                                                              const Bindings& bindings,
+                                                              std::chrono::steady_clock::time_point host_start) {
+  std::optional<jit::CudaEvent> gpu_start, gpu_end;
   if (absl::Status s = context_.MakeCurrent(); !s.ok()) return s;
   // Runs of one plan take turns: they share its kept buffers and graphs.
   Plan::Replay& replay = *plan.replay;

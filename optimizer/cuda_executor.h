@@ -6,6 +6,7 @@
 #ifndef KILN_OPTIMIZER_CUDA_EXECUTOR_H_
 #define KILN_OPTIMIZER_CUDA_EXECUTOR_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -65,6 +66,15 @@ class CudaExecutor : public Executor {
   ~CudaExecutor() override;
 
   absl::StatusOr<std::vector<TensorData>> Run(const Trace& trace, const Bindings& bindings) override;
+  // For a trace run many times with new symbol values and new contents in
+  // its leaves' buffers (a decode step recorded once): its plan, with every
+  // slice_update into a realized, writable, contiguous buffer done in place
+  // however many handles share that buffer. The caller promises that the
+  // buffer's old contents are not needed (a KV cache it owns and updates).
+  absl::StatusOr<std::shared_ptr<const Plan>> PlanInPlace(const Trace& trace);
+  // Runs `trace` by `plan` (from PlanInPlace for this trace, whose nodes
+  // must still be alive and unrealized), skipping the lookup: no hashing.
+  absl::StatusOr<std::vector<TensorData>> RunPlanned(const Trace& trace, const Plan& plan, const Bindings& bindings);
   absl::Status CopyToHost(const TensorData& data, DType dtype, void* dst) override;
   absl::StatusOr<TensorData> CopyFromHost(const TensorData& host, DType dtype) override;
 
@@ -112,7 +122,11 @@ class CudaExecutor : public Executor {
  private:
   CudaExecutor(jit::CudaContext& context, std::unique_ptr<jit::KernelCache> kernel_cache,
                std::shared_ptr<Storage> error_word);
-  absl::StatusOr<std::shared_ptr<const Plan>> PlanFor(const Trace& trace);
+  // The plan for `trace` with these slice_updates in place, built or found.
+  absl::StatusOr<std::shared_ptr<const Plan>> PlanWith(const Trace& trace,
+                                                       const absl::flat_hash_set<const Node*>& in_place);
+  absl::StatusOr<std::vector<TensorData>> RunPlan(const Trace& trace, const Plan& plan, const Bindings& bindings,
+                                                  std::chrono::steady_clock::time_point host_start);
   // Every launch of `compiled` on `buffers`, computed but not queued.
   absl::StatusOr<std::vector<PreparedLaunch>> PrepareLaunches(const CompiledGraph& compiled,
                                                               const std::vector<TensorData>& buffers,

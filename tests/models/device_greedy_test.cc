@@ -5,7 +5,10 @@
 #include <limits>
 
 #include "gtest/gtest.h"
+#include "models/decode_step.h"
+#include "models/random_weights.h"
 #include "models/sampler.h"
+#include "models/session.h"
 #include "ops/ops.h"
 #include "tests/test_util.h"
 
@@ -46,6 +49,40 @@ TEST(DeviceGreedy, NoNumberIsAClearError) {
   const int32_t token = DeviceGreedy(logits, 5);
   EXPECT_EQ(DeviceGreedyError(token, 5).code(), absl::StatusCode::kInvalidArgument) << token;
   EXPECT_TRUE(DeviceGreedyError(4, 5).ok());
+}
+
+// A DecodeStep is the GPU's; on the CPU, Session's greedy feed records each
+// step and picks what Sampler picks from the logits.
+TEST(DecodeStep, NeedsAModelOnAGpuAndTheCpuFeedsGreedilyWithoutOne) {
+  LlamaConfig c = Llama1BShapedConfig(32);
+  c.dim = 64;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.hidden_dim = 96;
+  c.vocab_size = 300;
+  c.dtype = DType::kF32;
+  absl::StatusOr<LlamaWeights> weights = RandomLlamaWeights(c, 3, Device::Cpu());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  absl::StatusOr<LlamaModel> model = LlamaModel::Create(c, *weights);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<KvCache> cache = model->NewCache();
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  EXPECT_EQ(DecodeStep::Create(*model, *cache, 300).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  absl::StatusOr<Session> greedy = Session::Create(*model);
+  absl::StatusOr<Session> sampled = Session::Create(*model);
+  ASSERT_TRUE(greedy.ok() && sampled.ok());
+  std::vector<int32_t> next = {1, 17, 42};
+  for (int step = 0; step < 4; ++step) {
+    absl::StatusOr<int32_t> token = greedy->FeedGreedy(next, 250);
+    absl::StatusOr<std::vector<float>> logits = sampled->Feed(next);
+    ASSERT_TRUE(token.ok() && logits.ok());
+    logits->resize(250);
+    EXPECT_EQ(*token, SamplerGreedy(*logits, 250)) << step;
+    next = {*token};
+  }
+  EXPECT_EQ(greedy->FeedGreedy(next, 301).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "models/llama.h"
 #include "models/mla.h"
+#include "models/session.h"
 #include "models/random_weights.h"
 #include "ops/ops.h"
 #include "optimizer/cuda_executor.h"
@@ -139,6 +140,53 @@ TEST(GpuGraphDecode, LlamaStepsReplayedFromAGraphMatchLaunchedSteps) {
 TEST(GpuGraphDecode, Qwen3StyleStepsReplayedFromAGraphMatchLaunchedSteps) {
   KILN_REQUIRE_GPU();
   CheckLlamaStyle(true);
+}
+
+// Greedy decoding through Session: a prompt, 256 one-token steps, then a
+// two-token feed (a new chat turn: the lazy path over the same cache) and
+// 8 more steps.
+std::vector<int32_t> SessionTokens(CudaExecutor& gpu, bool replay, const LlamaModel& model,
+                                   CudaExecutorStats* stats) {
+  gpu.set_graphs(replay);
+  gpu.ResetStats();
+  std::vector<int32_t> out;
+  absl::StatusOr<Session> session = Session::Create(model);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return out;
+  session->set_replay_steps(replay);
+  const int64_t vocab = model.config().vocab_size;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < kPrefill; ++i) prompt.push_back((i * 7919 + 13) % vocab);
+  absl::StatusOr<int32_t> next = session->FeedGreedy(prompt, vocab);
+  for (int step = 0; step < kDecodeSteps && next.ok(); ++step) {
+    out.push_back(*next);
+    next = session->FeedGreedy({*next}, vocab);
+  }
+  if (next.ok()) next = session->FeedGreedy({*next, 5}, vocab);
+  for (int step = 0; step < 8 && next.ok(); ++step) {
+    out.push_back(*next);
+    next = session->FeedGreedy({*next}, vocab);
+  }
+  EXPECT_TRUE(next.ok()) << next.status();
+  *stats = gpu.stats();
+  return out;
+}
+
+TEST(GpuGraphDecode, ADecodeStepRecordedOnceGivesTheTokensOfStepsRecordedEachToken) {
+  KILN_REQUIRE_GPU();
+  std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  const LlamaConfig c = SmallConfig(false);
+  const LlamaWeights weights = ValueOrFail(RandomLlamaWeights(c, 23, Device::Cuda()));
+  absl::StatusOr<LlamaModel> model = LlamaModel::Create(c, weights);
+  ASSERT_TRUE(model.ok()) << model.status();
+  CudaExecutorStats recorded_stats, replayed_stats;
+  const std::vector<int32_t> recorded = SessionTokens(*gpu, false, *model, &recorded_stats);
+  const std::vector<int32_t> replayed = SessionTokens(*gpu, true, *model, &replayed_stats);
+  gpu->set_graphs(true);
+  ASSERT_EQ(replayed.size(), static_cast<size_t>(kDecodeSteps + 8));
+  EXPECT_EQ(replayed, recorded);
+  ExpectReplayed(replayed_stats);
+  EXPECT_EQ(recorded_stats.graph_replays, 0);
 }
 
 // An MLA attention block's decode steps over its latent cache.
