@@ -23,6 +23,9 @@ namespace kiln::testing {
 std::vector<float> ReadF32(const Tensor& t, const Bindings& bindings = {});
 std::vector<int64_t> ReadI64(const Tensor& t, const Bindings& bindings = {});
 
+// ||a - b|| / ||b|| (0 when both are zero), over equally long vectors.
+double RelativeL2(const std::vector<float>& a, const std::vector<float>& b);
+
 // Values as doubles for any dtype (bool and integers below 2^53 exactly).
 std::vector<double> ReadAny(const Tensor& t);
 

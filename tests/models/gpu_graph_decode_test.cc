@@ -22,6 +22,7 @@ namespace {
   if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s
 
 using testing::ReadF32;
+using testing::RelativeL2;
 using testing::ValueOrFail;
 
 constexpr int kPrefill = 16;
@@ -32,15 +33,6 @@ struct Decoded {
   std::vector<std::vector<float>> outputs;  // each step's logits (or block output)
   CudaExecutorStats stats;
 };
-
-double RelativeL2(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
 
 int32_t Argmax(const std::vector<float>& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());

@@ -43,15 +43,6 @@ TEST(GpuModel, GreedyStories260KOnCudaPrintsTheGoldenText) {
   EXPECT_EQ(text, golden.str());
 }
 
-double RelativeL2(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
 LlamaWeights ToHost(const LlamaWeights& w) {
   LlamaWeights out = w;
   std::vector<Tensor> all;
@@ -110,7 +101,7 @@ TEST(GpuModel, Llama1BShapedLogitsMatchTheCpuReference) {
   const std::vector<std::vector<float>> on_cpu = RunSteps(*cpu, tokens);
   ASSERT_EQ(on_gpu.size(), 9u);
   for (size_t s = 0; s < on_gpu.size(); ++s) {
-    const double error = RelativeL2(on_gpu[s], on_cpu[s]);
+    const double error = testing::RelativeL2(on_gpu[s], on_cpu[s]);
     EXPECT_LT(error, 2e-2) << "step " << s;
     std::printf("step %zu: relative L2 error %.3g\n", s, error);
   }
