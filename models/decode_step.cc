@@ -42,6 +42,26 @@ absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Create(const LlamaModel&
   cache = leaves;
   absl::StatusOr<Trace> trace = Trace::Collect(step->outputs_);
   if (!trace.ok()) return trace.status();
+  // Copies from the host (RoPE tables made there) do not depend on the
+  // position: made once, here, they become leaves of the step.
+  std::vector<Tensor> transfers;
+  for (const Node* n : trace->nodes()) {
+    for (const std::shared_ptr<Node>& in : n->inputs) {
+      if (in->op == OpKind::kToDevice && !in->is_realized()) transfers.push_back(Tensor(in));
+    }
+  }
+  if (!transfers.empty()) {
+    if (absl::Status s = RealizeAll(transfers); !s.ok()) return s;
+    trace = Trace::Collect(step->outputs_);
+    if (!trace.ok()) return trace.status();
+  }
+  for (const Node* n : trace->nodes()) {
+    if (n->device.type != DeviceType::kCuda) {
+      return absl::FailedPreconditionError(absl::StrCat("DecodeStep: the step reads a ", OpName(n->op), " ",
+                                                        n->shape.ToString(), " on ", n->device.ToString(),
+                                                        "; it must run on the GPU alone"));
+    }
+  }
   step->trace_ = *std::move(trace);
   absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> plan = step->gpu_->PlanInPlace(step->trace_);
   if (!plan.ok()) return plan.status();

@@ -1,6 +1,7 @@
 #include "models/session.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "models/device_greedy.h"
@@ -60,10 +61,16 @@ absl::StatusOr<int32_t> Session::FeedGreedy(absl::Span<const int32_t> tokens, in
     if (step_ == nullptr || step_vocab_ != vocab) {
       step_.reset();
       absl::StatusOr<std::unique_ptr<DecodeStep>> step = DecodeStep::Create(*model_, cache_, vocab);
-      if (!step.ok()) return step.status();
+      trace_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!step.ok()) {
+        // Not a reason to stop generating: every step is recorded instead.
+        std::fprintf(stderr, "kiln: the decode step cannot be recorded once (%s); recording every step\n",
+                     step.status().ToString().c_str());
+        replay_steps_ = false;
+        return FeedGreedy(tokens, vocab);
+      }
       step_ = *std::move(step);
       step_vocab_ = vocab;
-      trace_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     const auto run = std::chrono::steady_clock::now();
     absl::StatusOr<int32_t> next = step_->Greedy(tokens[0], size());
