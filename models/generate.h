@@ -29,7 +29,7 @@ struct GenerateOptions {
   bool echo_prompt = true;
   // Greedy decoding on a GPU reruns a decode step recorded once
   // (Session::set_replay_steps); false records every step's trace.
-  bool replay_steps = true;
+  bool replay_steps = false;
 };
 
 struct GenerateStats {

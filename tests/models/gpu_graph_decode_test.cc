@@ -111,6 +111,7 @@ void ExpectReplayed(const CudaExecutorStats& s) {
 
 void CheckLlamaStyle(bool qwen3_style) {
   std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  const bool graphs = gpu->graphs();
   const LlamaConfig c = SmallConfig(qwen3_style);
   const LlamaWeights weights = ValueOrFail(RandomLlamaWeights(c, qwen3_style ? 31 : 17, Device::Cuda()));
   absl::StatusOr<LlamaModel> created = LlamaModel::Create(c, weights);
@@ -119,7 +120,7 @@ void CheckLlamaStyle(bool qwen3_style) {
   const Decoded launched = DecodeGreedy(*gpu, /*graphs=*/false, model);
   EXPECT_EQ(launched.stats.graph_replays, 0);
   const Decoded replayed = DecodeGreedy(*gpu, /*graphs=*/true, model);
-  gpu->set_graphs(true);
+  gpu->set_graphs(graphs);
   ExpectSameDecode(replayed, launched, 1e-2);
   ExpectReplayed(replayed.stats);
 }
@@ -167,6 +168,7 @@ std::vector<int32_t> SessionTokens(CudaExecutor& gpu, bool replay, const LlamaMo
 TEST(GpuGraphDecode, ADecodeStepRecordedOnceGivesTheTokensOfStepsRecordedEachToken) {
   KILN_REQUIRE_GPU();
   std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  const bool graphs = gpu->graphs();
   const LlamaConfig c = SmallConfig(false);
   const LlamaWeights weights = ValueOrFail(RandomLlamaWeights(c, 23, Device::Cuda()));
   absl::StatusOr<LlamaModel> model = LlamaModel::Create(c, weights);
@@ -174,7 +176,7 @@ TEST(GpuGraphDecode, ADecodeStepRecordedOnceGivesTheTokensOfStepsRecordedEachTok
   CudaExecutorStats recorded_stats, replayed_stats;
   const std::vector<int32_t> recorded = SessionTokens(*gpu, false, *model, &recorded_stats);
   const std::vector<int32_t> replayed = SessionTokens(*gpu, true, *model, &replayed_stats);
-  gpu->set_graphs(true);
+  gpu->set_graphs(graphs);
   ASSERT_EQ(replayed.size(), static_cast<size_t>(kDecodeSteps + 8));
   EXPECT_EQ(replayed, recorded);
   ExpectReplayed(replayed_stats);
@@ -205,13 +207,14 @@ Decoded DecodeMla(CudaExecutor& gpu, bool graphs, const MlaAttention& mla) {
 TEST(GpuGraphDecode, MlaStepsReplayedFromAGraphMatchLaunchedSteps) {
   KILN_REQUIRE_GPU();
   std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  const bool graphs = gpu->graphs();
   const MlaConfig c{.dim = 256, .n_heads = 4, .head_dim = 64, .latent_dim = 128, .max_seq_len = kDecodeSteps + 8};
   absl::StatusOr<MlaAttention> created = MlaAttention::Create(c, testing::RandomMlaWeights(c, 5, 0.1, Device::Cuda()));
   ASSERT_TRUE(created.ok()) << created.status();
   const MlaAttention& mla = *created;
   const Decoded launched = DecodeMla(*gpu, /*graphs=*/false, mla);
   const Decoded replayed = DecodeMla(*gpu, /*graphs=*/true, mla);
-  gpu->set_graphs(true);
+  gpu->set_graphs(graphs);
   ExpectSameDecode(replayed, launched, 1e-4);
   // Steps 0 and 1 build and first run the plan; the rest replay.
   const CudaExecutorStats& s = replayed.stats;
