@@ -96,9 +96,10 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
     return stats;
   }
 
-  // Greedy decoding on the GPU picks the token there and reads back its id
-  // alone; the CPU, and sampling, take the logits row.
-  const bool greedy_on_device = options.sampling.temperature == 0 && model.device().type != DeviceType::kCpu;
+  // Greedy decoding on the GPU with replay_steps picks the token there and
+  // reads back its id alone; otherwise the logits row comes back.
+  const bool greedy_on_device =
+      options.replay_steps && options.sampling.temperature == 0 && model.device().type != DeviceType::kCpu;
   const int64_t vocab = tokenizer.vocab_size();
   const auto feed = [&](absl::Span<const int32_t> tokens) -> absl::StatusOr<int32_t> {
     if (greedy_on_device) return session->FeedGreedy(tokens, vocab);
