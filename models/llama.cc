@@ -174,43 +174,65 @@ Tensor LlamaModel::Forward(const Tensor& tokens, const Dim& start, KvCache& cach
         "LlamaModel::Forward: the cache does not belong to this model; use NewCache()"));
   }
   const LlamaConfig& c = config_;
-  const int64_t head = c.head_dim();
   const Dim seq = tokens.ok() ? tokens.shape()[0] : Dim(1);
   if (seq == Dim(0)) {
     return Tensor::Error(absl::InvalidArgumentError("LlamaModel::Forward: no tokens"));
   }
-  const Dim end = start + seq;
   // One set of RoPE tables serves every layer's queries and keys.
-  const RopeTables rope_for_step =
-      rope_tables(seq, start, head, /*rank=*/3, rope_, c.dtype, device());
-  Tensor x = index_select(weights_.embedding, 0, to(tokens, device()));  // [T, dim]
+  const RopeTables rope_for_step = StepRope(seq, start);
+  Tensor x = Embed(tokens);  // [T, dim]
   for (int l = 0; l < c.n_layers; ++l) {
-    const LlamaLayerWeights& w = weights_.layers[l];
-    const LlamaLayerWeights& wt = transposed_.layers[l];
-    const Tensor h = rms_norm(x, w.attention_norm, c.norm_eps);
-    Tensor q = reshape(Linear(h, wt.wq, wt.lora_q, w.bq), {seq, c.n_heads, head});
-    Tensor k = reshape(Linear(h, wt.wk, wt.lora_k, w.bk), {seq, c.n_kv_heads, head});
-    const Tensor v = reshape(Linear(h, wt.wv, wt.lora_v, w.bv), {seq, c.n_kv_heads, head});
-    if (c.qk_norm) {
-      q = rms_norm(q, w.q_norm, c.norm_eps);
-      k = rms_norm(k, w.k_norm, c.norm_eps);
-    }
-    q = transpose(rope(q, rope_for_step), 0, 1);  // [heads, T, head]
-    k = transpose(rope(k, rope_for_step), 0, 1);  // [kv_heads, T, head]
-    cache.k[l] = slice_update(cache.k[l], k, 1, start);
-    cache.v[l] = slice_update(cache.v[l], transpose(v, 0, 1), 1, start);
-    const Tensor keys = slice(cache.k[l], 1, 0, end);
-    const Tensor values = slice(cache.v[l], 1, 0, end);
-    const Tensor o = attention(q, keys, values, {.causal = true});  // [heads, T, head]
-    x = x + Linear(reshape(transpose(o, 0, 1), {seq, c.q_dim()}), wt.wo, wt.lora_o, w.bo);
-    const Tensor f = rms_norm(x, w.ffn_norm, c.norm_eps);
-    const Tensor gated =
-        silu(Linear(f, wt.w_gate, wt.lora_gate)) * Linear(f, wt.w_up, wt.lora_up);
-    x = x + Linear(gated, wt.w_down, wt.lora_down);
+    x = x + AttentionOutput(l, x, rope_for_step, start, cache);
+    x = x + MlpOutput(l, x);
   }
-  if (!all_positions) x = slice(x, 0, seq - 1, seq);
-  x = rms_norm(x, weights_.final_norm, c.norm_eps);
-  return matmul(x, transposed_.classifier);
+  return Logits(x, all_positions);
+}
+
+Tensor LlamaModel::Embed(const Tensor& tokens) const {
+  return index_select(weights_.embedding, 0, to(tokens, device()));
+}
+
+RopeTables LlamaModel::StepRope(const Dim& seq, const Dim& start) const {
+  return rope_tables(seq, start, config_.head_dim(), /*rank=*/3, rope_, config_.dtype, device());
+}
+
+Tensor LlamaModel::AttentionOutput(int l, const Tensor& x, const RopeTables& rope_for_step, const Dim& start,
+                                   KvCache& cache) const {
+  const LlamaConfig& c = config_;
+  const int64_t head = c.head_dim();
+  const Dim seq = x.ok() ? x.shape()[0] : Dim(1);
+  const Dim end = start + seq;
+  const LlamaLayerWeights& w = weights_.layers[l];
+  const LlamaLayerWeights& wt = transposed_.layers[l];
+  const Tensor h = rms_norm(x, w.attention_norm, c.norm_eps);
+  Tensor q = reshape(Linear(h, wt.wq, wt.lora_q, w.bq), {seq, c.n_heads, head});
+  Tensor k = reshape(Linear(h, wt.wk, wt.lora_k, w.bk), {seq, c.n_kv_heads, head});
+  const Tensor v = reshape(Linear(h, wt.wv, wt.lora_v, w.bv), {seq, c.n_kv_heads, head});
+  if (c.qk_norm) {
+    q = rms_norm(q, w.q_norm, c.norm_eps);
+    k = rms_norm(k, w.k_norm, c.norm_eps);
+  }
+  q = transpose(rope(q, rope_for_step), 0, 1);  // [heads, T, head]
+  k = transpose(rope(k, rope_for_step), 0, 1);  // [kv_heads, T, head]
+  cache.k[l] = slice_update(cache.k[l], k, 1, start);
+  cache.v[l] = slice_update(cache.v[l], transpose(v, 0, 1), 1, start);
+  const Tensor keys = slice(cache.k[l], 1, 0, end);
+  const Tensor values = slice(cache.v[l], 1, 0, end);
+  const Tensor o = attention(q, keys, values, {.causal = true});  // [heads, T, head]
+  return Linear(reshape(transpose(o, 0, 1), {seq, c.q_dim()}), wt.wo, wt.lora_o, w.bo);
+}
+
+Tensor LlamaModel::MlpOutput(int l, const Tensor& x) const {
+  const LlamaLayerWeights& w = weights_.layers[l];
+  const LlamaLayerWeights& wt = transposed_.layers[l];
+  const Tensor f = rms_norm(x, w.ffn_norm, config_.norm_eps);
+  const Tensor gated = silu(Linear(f, wt.w_gate, wt.lora_gate)) * Linear(f, wt.w_up, wt.lora_up);
+  return Linear(gated, wt.w_down, wt.lora_down);
+}
+
+Tensor LlamaModel::Logits(const Tensor& x, bool all_positions) const {
+  const Tensor last = all_positions || !x.ok() ? x : slice(x, 0, x.shape()[0] - 1, x.shape()[0]);
+  return matmul(rms_norm(last, weights_.final_norm, config_.norm_eps), transposed_.classifier);
 }
 
 }  // namespace kiln::models

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "models/llama_config.h"
 #include "models/llama_weights.h"
+#include "ops/nn.h"
 #include "tensor/dim.h"
 #include "tensor/tensor.h"
 
@@ -44,6 +45,21 @@ class LlamaModel {
   // the last position ([1, vocab]) or of every position ([T, vocab]).
   Tensor Forward(const Tensor& tokens, const Dim& start, KvCache& cache,
                  bool all_positions = false) const;
+
+  // The parts of Forward, in its order: Embed, then per layer
+  // x += AttentionOutput, x += MlpOutput, then Logits. Tensor parallelism
+  // (tensor_parallel.h) runs them per rank on the rank's heads and hidden
+  // units and sums the ranks' AttentionOutput and MlpOutput.
+  Tensor Embed(const Tensor& tokens) const;  // [T, dim]
+  // The RoPE tables of a step of `seq` positions from `start`.
+  RopeTables StepRope(const Dim& seq, const Dim& start) const;
+  // Layer `l`'s attention over x [T, dim] at `start`, writing the step's
+  // keys and values into `cache`: its output projection, before the residual.
+  Tensor AttentionOutput(int l, const Tensor& x, const RopeTables& rope, const Dim& start, KvCache& cache) const;
+  // Layer `l`'s gated MLP of x, before the residual.
+  Tensor MlpOutput(int l, const Tensor& x) const;
+  // The logits of x's last position ([1, vocab]) or of every one.
+  Tensor Logits(const Tensor& x, bool all_positions) const;
 
   // A symbol for the start position of a step of `length` tokens: its bound
   // keeps start + length within the context.
