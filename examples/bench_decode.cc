@@ -29,6 +29,7 @@
 ABSL_FLAG(std::string, shape, "1b", "bench decode: the model shape: 1b, 8b or qwen3-8b");
 ABSL_FLAG(std::string, json, "", "bench decode: also write the results to this JSON file");
 ABSL_FLAG(int, prefill, 0, "bench decode: also time a prefill of this many tokens (0: none)");
+ABSL_FLAG(int, kernels, 0, "bench decode: also time each kernel of a step and print the N slowest kinds");
 
 namespace kiln::cli {
 namespace {
@@ -158,6 +159,19 @@ int BenchDecode() {
   }
   gpu->set_profile(false);
   const CudaExecutorStats stats = gpu->stats();
+  // Kernels timed one by one (events between them, no graph).
+  const int kernel_rows = absl::GetFlag(FLAGS_kernels);
+  std::vector<KernelProfileRow> kernel_profile;
+  constexpr int kKernelSteps = 8;
+  if (kernel_rows > 0) {
+    gpu->ResetStats();
+    gpu->set_profile_kernels(true);
+    for (int i = 0; i < kKernelSteps; ++i) {
+      if (absl::StatusOr<double> t = step(context + 3 + i, nullptr); !t.ok()) return Fail(t.status());
+    }
+    gpu->set_profile_kernels(false);
+    kernel_profile = gpu->kernel_profile();
+  }
   // A prefill of --prefill tokens at position 0 (the cache's first
   // positions are overwritten; the decode steps are done).
   const int prefill = absl::GetFlag(FLAGS_prefill);
@@ -207,6 +221,18 @@ int BenchDecode() {
               bytes / (ms * 1e-3) / 1e12, 100 * floor_ms / ms);
   if (prefill > 0) {
     std::printf("  prefill of %d tokens: %.3f ms (%.0f tokens/s)\n", prefill, prefill_ms, prefill / prefill_ms * 1e3);
+  }
+  if (kernel_rows > 0) {
+    double total = 0;
+    for (const KernelProfileRow& r : kernel_profile) total += r.seconds;
+    std::printf("  kernels timed one by one (%d steps): %.3f ms GPU/step; the %d slowest kinds:\n", kKernelSteps,
+                total / kKernelSteps * 1e3, kernel_rows);
+    std::printf("    %9s %6s %9s %10s  %s\n", "us/step", "share", "launches", "GB/s", "kernel");
+    for (int i = 0; i < kernel_rows && i < static_cast<int>(kernel_profile.size()); ++i) {
+      const KernelProfileRow& r = kernel_profile[i];
+      std::printf("    %9.1f %5.1f%% %9.1f %10.0f  %s\n", r.seconds / kKernelSteps * 1e6, 100 * r.seconds / total,
+                  static_cast<double>(r.launches) / kKernelSteps, r.tensor_bytes / r.seconds / 1e9, r.kernel.c_str());
+    }
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     const nlohmann::json row = {

@@ -49,6 +49,17 @@ struct CudaExecutorStats {
   int64_t graph_fallbacks = 0;
 };
 
+// With kernel profiling on (set_profile_kernels): the GPU time of one kind of
+// kernel, summed over its launches.
+struct KernelProfileRow {
+  std::string kernel;  // what it computes: block kind, tile ops, output shape
+  int64_t launches = 0;
+  double seconds = 0;
+  // Bytes of the buffers it reads and writes, summed over launches: what it
+  // moves, or more for a kernel that touches part of a buffer (a KV cache).
+  double tensor_bytes = 0;
+};
+
 class CudaExecutor : public Executor {
  public:
   struct Plan;
@@ -97,8 +108,13 @@ class CudaExecutor : public Executor {
   void set_poison_buffers(bool poison) { poison_buffers_ = poison; }
   // Measure host and GPU time per Run (each Run then waits for its kernels).
   void set_profile(bool profile) { profile_ = profile; }
+  // Time every kernel on its own (launched one by one, an event after each,
+  // no graphs), summed by kind in kernel_profile(). For benchmarks.
+  void set_profile_kernels(bool profile) { profile_kernels_ = profile; }
+  // Since the last ResetStats, slowest first.
+  std::vector<KernelProfileRow> kernel_profile() const;
   // Replay a trace structure's kernels from a CUDA graph from its second Run
-  // on (where the driver can update graph nodes; off by default for now): its
+  // on (where the driver can update graph nodes; the default): its
   // intermediate buffers are then kept from run to run, and a run updates
   // only the nodes whose pointers, symbol values or grid changed. Off: every
   // kernel is launched on its own.
@@ -131,6 +147,10 @@ class CudaExecutor : public Executor {
   absl::StatusOr<std::vector<PreparedLaunch>> PrepareLaunches(const CompiledGraph& compiled,
                                                               const std::vector<TensorData>& buffers,
                                                               const Bindings& bindings);
+  // Queues `launches` one by one, each timed by events (set_profile_kernels),
+  // waits for them and adds their times to kernel_profile_.
+  absl::Status LaunchProfiled(const CompiledGraph& compiled, const std::vector<TensorData>& buffers,
+                              std::vector<PreparedLaunch>& launches);
   // A split kernel's form for the last block alone, compiled once on demand.
   absl::StatusOr<jit::CudaFunction*> AloneFunction(const CompiledGraph::Kernel& kernel);
   // `fused`: how many searched kernels the plan runs.
@@ -157,12 +177,13 @@ class CudaExecutor : public Executor {
   std::shared_ptr<Storage> workspace_, counters_;
   bool poison_buffers_ = false;
   bool profile_ = false;
-  // Off until the GPU tests (GpuGraphDecode) have run on a GPU.
-  bool graphs_ = false;
+  bool profile_kernels_ = false;
+  bool graphs_ = true;
   std::string compile_arch_;
   RegionSearch region_search_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Hash128, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, KernelProfileRow> kernel_profile_ ABSL_GUARDED_BY(mu_);
   CudaExecutorStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

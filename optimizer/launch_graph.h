@@ -23,6 +23,7 @@ struct PreparedLaunch {
   jit::CudaFunction* function = nullptr;
   jit::LaunchConfig config;
   std::vector<uint64_t> params;  // the kernel's one parameter, in 8-byte words
+  int kernel = -1;               // its kernel's index in the compiled graph
 };
 
 // Whether `b` can replay a graph captured from `a`: as many launches and,
