@@ -262,10 +262,83 @@ absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
   return absl::OkStatus();
 }
 
+// Where B's column is contiguous along k (a weight stored [N, K], as
+// linear layers keep it), each lane reads 16 bytes of it at once: a warp
+// then has eight times the bytes in flight of one element per lane, which
+// a decode step's products need to stream their weights near the copy
+// bandwidth. The A rows are read as vectors too where they are contiguous
+// along k and 16 bytes of them match the B vector's length. The vector
+// loop runs where K is a multiple of the vector and every row starts
+// 16-byte aligned (checked on the GPU); the scalar loop otherwise. Emits
+// nothing (returns false) where B is not contiguous along k.
+bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::string>& batch, int64_t split,
+                       const std::function<void()>& scalar_loop) {
+  const ugraph::View& av = b.inputs[0].view;
+  const ugraph::View& bv = b.inputs[1].view;
+  const DType dtype = b.tiles.dtype;
+  const int r = av.shape.rank();
+  if (!IsFloating(dtype) || ContiguousDim(e.graph(), bv) != r - 2) return false;
+  const DType b_stored = e.graph().tensors[bv.tensor].dtype;
+  const DType a_stored = e.graph().tensors[av.tensor].dtype;
+  const int eb = static_cast<int>(DTypeSize(b_stored)), ea = static_cast<int>(DTypeSize(a_stored));
+  if (eb != 2 && eb != 4) return false;
+  const int width = 16 / eb;  // elements per B vector
+  // A vectors per B vector (0: A read element by element).
+  const int a_vectors = ContiguousDim(e.graph(), av) == r - 1 && (ea == 2 || ea == 4) && width * ea % 16 == 0
+                            ? width * ea / 16 : 0;
+  const int64_t rows = b.tiles.m;
+  const int bs = e.Slot(bv.tensor), as = e.Slot(av.tensor);
+  const auto rounded = [&](DType stored, const std::string& v) {
+    return stored == dtype ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
+  };
+  e.Linef("const i64 b_col = ", e.Offset(bv, With(batch, "0LL", "n")), ";");
+  std::string aligned = absl::StrCat("K % ", width, " == 0 && aligned16(p.t[", bs, "], b_col, ", eb, ")");
+  if (a_vectors > 0) {
+    for (int64_t m = 0; m < rows; ++m) {
+      e.Linef("const i64 a_row", m, " = ", e.Offset(av, With(batch, absl::StrCat(m, "LL"), "0LL")), ";");
+      absl::StrAppend(&aligned, " && aligned16(p.t[", as, "], a_row", m, ", ", ea, ")");
+    }
+  }
+  e.Open(absl::StrCat("if (", aligned, ")"));
+  e.Line("#pragma unroll 4");
+  e.Open(absl::StrCat("for (i64 k0 = ", split > 1 ? "(lane + 32 * part)" : "lane", " * ", width, "; k0 < K; k0 += ",
+                      32 * width * split, ")"));
+  e.Linef("const uint4 bv = load16_bits(p.t[", bs, "], b_col + k0, ", eb, ");");
+  e.Linef("float bk[", width, "];");
+  e.Linef("for (int j = 0; j < ", width, "; ++j) bk[j] = ",
+          rounded(b_stored, absl::StrCat("bits_to_", DTypeSuffix(b_stored), "(vector_bits(bv, j, ", eb, "))")), ";");
+  for (int64_t m = 0; m < rows; ++m) {
+    if (a_vectors > 0) {
+      const int per = 16 / ea;
+      e.Linef("uint4 a", m, "[", a_vectors, "];");
+      e.Linef("for (int q = 0; q < ", a_vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
+              " + k0 + q * ", per, ", ", ea, ");");
+      e.Linef("for (int j = 0; j < ", width, "; ++j) acc[", m, "] = fmaf(",
+              rounded(a_stored, absl::StrCat("bits_to_", DTypeSuffix(a_stored), "(vector_bits(a", m, "[j / ", per,
+                                             "], j % ", per, ", ", ea, "))")),
+              ", bk[j], acc[", m, "]);");
+    } else {
+      e.Linef("for (int j = 0; j < ", width, "; ++j) acc[", m, "] = fmaf(",
+              rounded(a_stored, absl::StrCat("load_", DTypeSuffix(a_stored), "(p.t[", as, "], ",
+                                             e.Offset(av, With(batch, absl::StrCat(m, "LL"), "k0 + j")), ")")),
+              ", bk[j], acc[", m, "]);");
+    }
+  }
+  e.Close();
+  e.Close();
+  e.Open("else");
+  scalar_loop();
+  e.Close();
+  return true;
+}
+
 absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
+  // `split` warps share a column's K, their sums meeting in shared memory.
   const int64_t rows = b.tiles.m, per_block = b.tiles.n;
-  if (b.threads != 32 * per_block || rows < 1 || rows > 8) {
-    return absl::UnimplementedError("codegen: warp-dot matmul needs a warp per column and 1-8 rows");
+  const int64_t split = per_block > 0 ? b.threads / (32 * per_block) : 0;
+  if (per_block < 1 || b.threads != 32 * per_block * split || split > 8 || rows < 1 || rows > 8) {
+    return absl::UnimplementedError(
+        "codegen: warp-dot matmul needs 1-8 whole warps per column and 1-8 rows");
   }
   const ugraph::View& av = b.inputs[0].view;
   const ugraph::View& bv = b.inputs[1].view;
@@ -286,23 +359,47 @@ absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
           e.DimExpr(a[r - 1]), ";");
   e.Linef("const i64 batches = ", e.NumelExpr(batch_shape), ";");
   e.Line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  if (split > 1) {
+    e.Linef("const int col = warp / ", split, ", part = warp % ", split, ";");
+    e.Linef("__shared__ ", ct, " split_sums[", rows, "][", per_block * split, "];");
+  } else {
+    e.Line("const int col = warp;");
+  }
   e.Open("for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z)");
   const std::vector<std::string> batch = e.Unravel("bz", batch_shape);
-  e.Open(absl::StrCat("for (i64 n = static_cast<i64>(blockIdx.x) * ", per_block,
-                      " + warp; n < N; n += static_cast<i64>(gridDim.x) * ", per_block, ")"));
+  // The block's warps take their columns together (they meet at barriers).
+  e.Open(absl::StrCat("for (i64 n0 = static_cast<i64>(blockIdx.x) * ", per_block,
+                      "; n0 < N; n0 += static_cast<i64>(gridDim.x) * ", per_block, ")"));
+  e.Line("const i64 n = n0 + col;");
   e.Linef(ct, " acc[", rows, "];");
   e.Linef("for (int m = 0; m < ", rows, "; ++m) acc[m] = 0;");
-  e.Line("#pragma unroll 4");
-  e.Open("for (i64 k = lane; k < K; k += 32)");
-  e.Linef("const ", ct, " bk = ", read(bv, With(batch, "k", "n")), ";");
-  for (int64_t m = 0; m < rows; ++m) {
-    const std::string row = absl::StrCat(m, "LL");
-    e.Linef("acc[", m, "] = ", is_float ? "fmaf(" : "op_add(acc[" + std::to_string(m) + "], op_mul(",
-            read(av, With(batch, row, "k")), ", bk", is_float ? absl::StrCat(", acc[", m, "]);") : "));");
-  }
+  const std::string first = split > 1 ? "lane + 32 * part" : "lane";
+  const auto scalar_loop = [&] {
+    e.Line("#pragma unroll 4");
+    e.Open(absl::StrCat("for (i64 k = ", first, "; k < K; k += ", 32 * split, ")"));
+    e.Linef("const ", ct, " bk = ", read(bv, With(batch, "k", "n")), ";");
+    for (int64_t m = 0; m < rows; ++m) {
+      const std::string row = absl::StrCat(m, "LL");
+      e.Linef("acc[", m, "] = ", is_float ? "fmaf(" : "op_add(acc[" + std::to_string(m) + "], op_mul(",
+              read(av, With(batch, row, "k")), ", bk", is_float ? absl::StrCat(", acc[", m, "]);") : "));");
+    }
+    e.Close();
+  };
+  e.Open("if (n < N)");
+  if (!EmitVectorWarpDot(e, b, batch, split, scalar_loop)) scalar_loop();
   e.Close();
   e.Linef("for (int m = 0; m < ", rows, "; ++m) acc[m] = warp_reduce<false>(acc[m]);");
-  e.Open("if (lane == 0)");
+  if (split > 1) {
+    e.Linef("if (lane == 0) for (int m = 0; m < ", rows, "; ++m) split_sums[m][warp] = acc[m];");
+    e.Line("__syncthreads();");
+    e.Linef("for (int m = 0; m < ", rows, "; ++m) {");
+    e.Linef("  acc[m] = split_sums[m][col * ", split, "];");
+    e.Linef("  for (int i = 1; i < ", split, "; ++i) acc[m] ", is_float ? "+= " : "= op_add(acc[m], ",
+            "split_sums[m][col * ", split, " + i]", is_float ? ";" : ");");
+    e.Line("}");
+    e.Line("__syncthreads();");
+  }
+  e.Open(split > 1 ? "if (lane == 0 && part == 0)" : "if (lane == 0)");
   Operands o;
   o.batch = batch;
   for (int64_t m = 0; m < rows; ++m) {

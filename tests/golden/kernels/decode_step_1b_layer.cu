@@ -114,17 +114,44 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 2048LL, K = 2048LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[1], k + n * 2048LL);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0]);
+      if (n < N) {
+        const i64 b_col = n * 2048LL;
+        const i64 a_row0 = 0LL;
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v0 = acc[0];
           store_f32(p.t[2], n * st8_1, v0);
@@ -427,17 +454,44 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 512LL, K = 2048LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[1], k + n * 2048LL);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0]);
+      if (n < N) {
+        const i64 b_col = n * 2048LL;
+        const i64 a_row0 = 0LL;
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v0 = acc[0];
           store_f32(p.t[2], n * st18_1, v0);
@@ -592,58 +646,105 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 4LL, N = (p.s[0] + 1LL), K = 64LL;
   const i64 batches = 8LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[4][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
     i64 r0 = bz;
     const i64 c1 = 0;
     const i64 c2 = r0;
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[4];
       for (int m = 0; m < 4; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[1], c2 * st22_0 + n * st22_1 + k * st22_2);
+      if (n < N) {
+        const i64 b_col = c2 * st22_0 + n * st22_1;
         const i64 c3 = ((c2) * 1LL + c1) * 4LL + 0LL;
         const i64 c4 = 0LL;
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], c3 * st16_1 + k * st16_2)), bk, acc[0]);
+        const i64 a_row0 = c3 * st16_1;
         const i64 c5 = ((c2) * 1LL + c1) * 4LL + 1LL;
         const i64 c6 = 0LL;
-        acc[1] = fmaf(round_bf16(load_f32(p.t[0], c5 * st16_1 + k * st16_2)), bk, acc[1]);
+        const i64 a_row1 = c5 * st16_1;
         const i64 c7 = ((c2) * 1LL + c1) * 4LL + 2LL;
         const i64 c8 = 0LL;
-        acc[2] = fmaf(round_bf16(load_f32(p.t[0], c7 * st16_1 + k * st16_2)), bk, acc[2]);
+        const i64 a_row2 = c7 * st16_1;
         const i64 c9 = ((c2) * 1LL + c1) * 4LL + 3LL;
         const i64 c10 = 0LL;
-        acc[3] = fmaf(round_bf16(load_f32(p.t[0], c9 * st16_1 + k * st16_2)), bk, acc[3]);
+        const i64 a_row3 = c9 * st16_1;
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4) && aligned16(p.t[0], a_row1, 4) && aligned16(p.t[0], a_row2, 4) && aligned16(p.t[0], a_row3, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+            uint4 a1[2];
+            for (int q = 0; q < 2; ++q) a1[q] = load16_bits(p.t[0], a_row1 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[1] = fmaf(round_bf16(bits_to_f32(vector_bits(a1[j / 4], j % 4, 4))), bk[j], acc[1]);
+            uint4 a2[2];
+            for (int q = 0; q < 2; ++q) a2[q] = load16_bits(p.t[0], a_row2 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[2] = fmaf(round_bf16(bits_to_f32(vector_bits(a2[j / 4], j % 4, 4))), bk[j], acc[2]);
+            uint4 a3[2];
+            for (int q = 0; q < 2; ++q) a3[q] = load16_bits(p.t[0], a_row3 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[3] = fmaf(round_bf16(bits_to_f32(vector_bits(a3[j / 4], j % 4, 4))), bk[j], acc[3]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[1], c2 * st22_0 + n * st22_1 + k * st22_2);
+            const i64 c11 = ((c2) * 1LL + c1) * 4LL + 0LL;
+            const i64 c12 = 0LL;
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], c11 * st16_1 + k * st16_2)), bk, acc[0]);
+            const i64 c13 = ((c2) * 1LL + c1) * 4LL + 1LL;
+            const i64 c14 = 0LL;
+            acc[1] = fmaf(round_bf16(load_f32(p.t[0], c13 * st16_1 + k * st16_2)), bk, acc[1]);
+            const i64 c15 = ((c2) * 1LL + c1) * 4LL + 2LL;
+            const i64 c16 = 0LL;
+            acc[2] = fmaf(round_bf16(load_f32(p.t[0], c15 * st16_1 + k * st16_2)), bk, acc[2]);
+            const i64 c17 = ((c2) * 1LL + c1) * 4LL + 3LL;
+            const i64 c18 = 0LL;
+            acc[3] = fmaf(round_bf16(load_f32(p.t[0], c17 * st16_1 + k * st16_2)), bk, acc[3]);
+          }
+        }
       }
       for (int m = 0; m < 4; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 4; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 4; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
-          const float v11 = acc[0];
-          const float v12 = cast_float_f32(v11);
-          const float v13 = 0x1p-3f;
-          const float v14 = op_mul(v12, v13);
-          store_f32(p.t[2], c2 * st23_0 + n * st23_3, v14);
-        }
-        if (1LL < M && n < N) {
-          const float v15 = acc[1];
-          const float v16 = cast_float_f32(v15);
-          const float v17 = 0x1p-3f;
-          const float v18 = op_mul(v16, v17);
-          store_f32(p.t[2], c2 * st23_0 + 1LL * st23_2 + n * st23_3, v18);
-        }
-        if (2LL < M && n < N) {
-          const float v19 = acc[2];
+          const float v19 = acc[0];
           const float v20 = cast_float_f32(v19);
           const float v21 = 0x1p-3f;
           const float v22 = op_mul(v20, v21);
-          store_f32(p.t[2], c2 * st23_0 + 2LL * st23_2 + n * st23_3, v22);
+          store_f32(p.t[2], c2 * st23_0 + n * st23_3, v22);
         }
-        if (3LL < M && n < N) {
-          const float v23 = acc[3];
+        if (1LL < M && n < N) {
+          const float v23 = acc[1];
           const float v24 = cast_float_f32(v23);
           const float v25 = 0x1p-3f;
           const float v26 = op_mul(v24, v25);
-          store_f32(p.t[2], c2 * st23_0 + 3LL * st23_2 + n * st23_3, v26);
+          store_f32(p.t[2], c2 * st23_0 + 1LL * st23_2 + n * st23_3, v26);
+        }
+        if (2LL < M && n < N) {
+          const float v27 = acc[2];
+          const float v28 = cast_float_f32(v27);
+          const float v29 = 0x1p-3f;
+          const float v30 = op_mul(v28, v29);
+          store_f32(p.t[2], c2 * st23_0 + 2LL * st23_2 + n * st23_3, v30);
+        }
+        if (3LL < M && n < N) {
+          const float v31 = acc[3];
+          const float v32 = cast_float_f32(v31);
+          const float v33 = 0x1p-3f;
+          const float v34 = op_mul(v32, v33);
+          store_f32(p.t[2], c2 * st23_0 + 3LL * st23_2 + n * st23_3, v34);
         }
       }
     }
@@ -739,17 +840,44 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 512LL, K = 2048LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[1], k + n * 2048LL);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0]);
+      if (n < N) {
+        const i64 b_col = n * 2048LL;
+        const i64 a_row0 = 0LL;
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v0 = acc[0];
           store_f32(p.t[2], n * st26_1, v0);
@@ -821,23 +949,35 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 4LL, N = 64LL, K = (p.s[0] + 1LL);
   const i64 batches = 8LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[4][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
     i64 r0 = bz;
     const i64 c1 = 0;
     const i64 c2 = r0;
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[4];
       for (int m = 0; m < 4; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[1], c2 * st28_0 + k * st28_1 + n * st28_2);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + k * st24_3)), bk, acc[0]);
-        acc[1] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + 1LL * st24_2 + k * st24_3)), bk, acc[1]);
-        acc[2] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + 2LL * st24_2 + k * st24_3)), bk, acc[2]);
-        acc[3] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + 3LL * st24_2 + k * st24_3)), bk, acc[3]);
+      if (n < N) {
+        #pragma unroll 4
+        for (i64 k = lane + 32 * part; k < K; k += 128) {
+          const float bk = load_bf16(p.t[1], c2 * st28_0 + k * st28_1 + n * st28_2);
+          acc[0] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + k * st24_3)), bk, acc[0]);
+          acc[1] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + 1LL * st24_2 + k * st24_3)), bk, acc[1]);
+          acc[2] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + 2LL * st24_2 + k * st24_3)), bk, acc[2]);
+          acc[3] = fmaf(round_bf16(load_f32(p.t[0], c2 * st24_0 + 3LL * st24_2 + k * st24_3)), bk, acc[3]);
+        }
       }
       for (int m = 0; m < 4; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 4; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 4; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v3 = acc[0];
           store_f32(p.t[2], c2 * st29_0 + n * st29_3, v3);
@@ -889,14 +1029,16 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 2048LL, K = 2048LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[2], k + n * 2048LL);
-        i64 r0 = k;
+      if (n < N) {
+        const i64 b_col = n * 2048LL;
+        i64 r0 = 0LL;
         const i64 c1 = r0 % 64LL;
         r0 /= 64LL;
         const i64 c2 = r0;
@@ -905,19 +1047,53 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
         r3 /= 4LL;
         const i64 c5 = 0;
         const i64 c6 = r3;
-        acc[0] = fmaf(round_bf16(load_f32(p.t[1], c6 * st29_0 + c4 * st29_2 + c1 * st29_3)), bk, acc[0]);
+        const i64 a_row0 = c6 * st29_0 + c4 * st29_2 + c1 * st29_3;
+        if (K % 8 == 0 && aligned16(p.t[2], b_col, 2) && aligned16(p.t[1], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[2], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[1], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[2], k + n * 2048LL);
+            i64 r7 = k;
+            const i64 c8 = r7 % 64LL;
+            r7 /= 64LL;
+            const i64 c9 = r7;
+            i64 r10 = c9;
+            const i64 c11 = r10 % 4LL;
+            r10 /= 4LL;
+            const i64 c12 = 0;
+            const i64 c13 = r10;
+            acc[0] = fmaf(round_bf16(load_f32(p.t[1], c13 * st29_0 + c11 * st29_2 + c8 * st29_3)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
-          const float v7 = load_f32(p.t[0], n * st2_1);
-          const float v8 = acc[0];
-          const float v9 = op_add(v7, v8);
-          const float v10 = cast_float_f32(v9);
-          const float v11 = op_mul(v10, v10);
-          store_f32(p.t[3], n * st31_1, v9);
-          store_f32(p.t[4], n * st32_1, v10);
-          store_f32(p.t[5], n * st33_1, v11);
+          const float v14 = load_f32(p.t[0], n * st2_1);
+          const float v15 = acc[0];
+          const float v16 = op_add(v14, v15);
+          const float v17 = cast_float_f32(v16);
+          const float v18 = op_mul(v17, v17);
+          store_f32(p.t[3], n * st31_1, v16);
+          store_f32(p.t[4], n * st32_1, v17);
+          store_f32(p.t[5], n * st33_1, v18);
         }
       }
     }
@@ -1000,17 +1176,44 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 8192LL, K = 2048LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[1], k + n * 2048LL);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st35_1)), bk, acc[0]);
+      if (n < N) {
+        const i64 b_col = n * 2048LL;
+        const i64 a_row0 = 0LL;
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st35_1)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v0 = acc[0];
           store_f32(p.t[2], n * st37_1, v0);
@@ -1044,17 +1247,44 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 8192LL, K = 2048LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[2], k + n * 2048LL);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st35_1)), bk, acc[0]);
+      if (n < N) {
+        const i64 b_col = n * 2048LL;
+        const i64 a_row0 = 0LL;
+        if (K % 8 == 0 && aligned16(p.t[2], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[2], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[2], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st35_1)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v0 = acc[0];
           const float v1 = op_silu(v0);
@@ -1093,17 +1323,44 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 2048LL, K = 8192LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[2], k + n * 8192LL);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[1], k * st39_1)), bk, acc[0]);
+      if (n < N) {
+        const i64 b_col = n * 8192LL;
+        const i64 a_row0 = 0LL;
+        if (K % 8 == 0 && aligned16(p.t[2], b_col, 2) && aligned16(p.t[1], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[2], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[1], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[2], k + n * 8192LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[1], k * st39_1)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v0 = load_f32(p.t[0], n * st31_1);
           const float v1 = acc[0];
@@ -1194,17 +1451,44 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 M = 1LL, N = 1024LL, K = 2048LL;
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = warp / 4, part = warp % 4;
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n = static_cast<i64>(blockIdx.x) * 8 + warp; n < N; n += static_cast<i64>(gridDim.x) * 8) {
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
       float acc[1];
       for (int m = 0; m < 1; ++m) acc[m] = 0;
-      #pragma unroll 4
-      for (i64 k = lane; k < K; k += 32) {
-        const float bk = load_bf16(p.t[1], k + n * 2048LL);
-        acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st44_1)), bk, acc[0]);
+      if (n < N) {
+        const i64 b_col = n * 2048LL;
+        const i64 a_row0 = 0LL;
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
+          #pragma unroll 4
+          for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
+            uint4 a0[2];
+            for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
+          }
+        }
+        else {
+          #pragma unroll 4
+          for (i64 k = lane + 32 * part; k < K; k += 128) {
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st44_1)), bk, acc[0]);
+          }
+        }
       }
       for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) {
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
+      __syncthreads();
+      for (int m = 0; m < 1; ++m) {
+        acc[m] = split_sums[m][col * 4];
+        for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
+      }
+      __syncthreads();
+      if (lane == 0 && part == 0) {
         if (0LL < M && n < N) {
           const float v0 = acc[0];
           store_bf16(p.t[2], n * st46_1, v0);
