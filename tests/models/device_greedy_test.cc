@@ -28,7 +28,9 @@ int32_t SamplerGreedy(const std::vector<float>& logits, int64_t vocab) {
 }
 
 TEST(DeviceGreedy, PicksWhatTheSamplerPicksOverTheTokenizersVocabulary) {
-  for (int64_t n : {1, 3, 17, 127, 4097}) {
+  // Past 2048, in two stages: chunks of a divisor of the vocabulary (4095,
+  // 4096, 128256), or of 1024 with the last one padded (2053, a prime).
+  for (int64_t n : {1, 3, 17, 127, 2050, 2055, 4097, 4098, 128258}) {
     std::vector<float> logits = testing::ReadF32(random_normal({n}, 40 + n));
     const int64_t vocab = n > 3 ? n - 2 : n;  // padded rows are never picked
     if (n > 3) logits[n - 1] = 100;
@@ -44,10 +46,20 @@ TEST(DeviceGreedy, TiesGoToTheLowestIndex) {
   EXPECT_EQ(SamplerGreedy(logits, 300), 7);
 }
 
+TEST(DeviceGreedy, TiesAcrossChunksGoToTheLowestIndex) {
+  std::vector<float> logits(5000, -1);
+  logits[4999] = logits[1030] = logits[3000] = 7;
+  EXPECT_EQ(DeviceGreedy(logits, 5000), 1030);
+  EXPECT_EQ(SamplerGreedy(logits, 5000), 1030);
+}
+
 TEST(DeviceGreedy, NoNumberIsAClearError) {
-  const std::vector<float> logits(5, std::numeric_limits<float>::quiet_NaN());
-  const int32_t token = DeviceGreedy(logits, 5);
-  EXPECT_EQ(DeviceGreedyError(token, 5).code(), absl::StatusCode::kInvalidArgument) << token;
+  for (int64_t n : {5, 3000}) {  // one stage and two
+    const std::vector<float> logits(n, std::numeric_limits<float>::quiet_NaN());
+    const int32_t token = DeviceGreedy(logits, n);
+    EXPECT_EQ(token, n);
+    EXPECT_EQ(DeviceGreedyError(token, n).code(), absl::StatusCode::kInvalidArgument) << token;
+  }
   EXPECT_TRUE(DeviceGreedyError(4, 5).ok());
 }
 
