@@ -31,11 +31,11 @@ ABSL_FLAG(int, repeat, 5, "bench: timed repetitions");
 ABSL_FLAG(bool, superoptimize, false,
           "cuda: search each new trace's fusible regions for faster fused kernels (cached on disk)");
 ABSL_FLAG(bool, search_log, false, "with --superoptimize: print each region's search report to stderr");
-ABSL_FLAG(bool, replay_steps, false,
+ABSL_FLAG(bool, replay_steps, true,
           "cuda, greedy: record the decode step's trace once and rerun it for every token "
-          "(default false: record each token's step)");
-ABSL_FLAG(bool, cuda_graphs, false,
-          "cuda: replay each repeated step's kernels from a CUDA graph (default false: launch kernel by kernel)");
+          "(false: record each token's step anew)");
+ABSL_FLAG(bool, cuda_graphs, true,
+          "cuda: replay each repeated step's kernels from a CUDA graph (false: launch kernel by kernel)");
 
 namespace kiln::cli {
 

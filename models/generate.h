@@ -30,7 +30,7 @@ struct GenerateOptions {
   // Greedy decoding on a GPU picks the token there (Session::FeedGreedy)
   // and reruns a decode step recorded once (Session::set_replay_steps);
   // false reads the logits back and records every step's trace.
-  bool replay_steps = false;
+  bool replay_steps = true;
 };
 
 struct GenerateStats {

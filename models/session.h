@@ -31,8 +31,8 @@ class Session {
   // back 4 bytes instead of the logits. On a GPU, one token at a time runs
   // a DecodeStep recorded once with set_replay_steps(true).
   absl::StatusOr<int32_t> FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab);
-  // Whether FeedGreedy of one token reruns a recorded DecodeStep (off by
-  // default for now) instead of recording the step's trace anew.
+  // Whether FeedGreedy of one token reruns a recorded DecodeStep (the
+  // default) instead of recording the step's trace anew.
   void set_replay_steps(bool replay) { replay_steps_ = replay; }
 
   // Keeps the first `n` tokens (n <= size()); the cache past them is
@@ -55,7 +55,7 @@ class Session {
 
   const LlamaModel* model_;
   KvCache cache_;
-  bool replay_steps_ = false;
+  bool replay_steps_ = true;
   // The recorded decode step over cache_, and the vocabulary it picks from;
   // dropped before cache_ is fed any other way.
   std::unique_ptr<DecodeStep> step_;

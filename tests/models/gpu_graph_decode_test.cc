@@ -96,15 +96,17 @@ void ExpectSameDecode(const Decoded& replayed, const Decoded& launched, double t
 }
 
 // Every decode step after the first of its structure is a replay, and the
-// position, changing each step, is a node update, not a new capture.
-void ExpectReplayed(const CudaExecutorStats& s) {
+// position, changing each step, is a node update, not a new capture. A few
+// captures come from launch shapes that change with the KV length (a split
+// attention kernel launched cooperatively or not): at most `captures`.
+void ExpectReplayed(const CudaExecutorStats& s, int captures = 3) {
   std::printf("graphs: %lld replays, %lld captures, %lld node updates, %lld fallbacks, %lld launches\n",
               static_cast<long long>(s.graph_replays), static_cast<long long>(s.graph_captures),
               static_cast<long long>(s.graph_node_updates), static_cast<long long>(s.graph_fallbacks),
               static_cast<long long>(s.launches));
   EXPECT_GE(s.graph_replays, kDecodeSteps - 1);
   EXPECT_GE(s.graph_captures, 1);
-  EXPECT_LE(s.graph_captures, 3);
+  EXPECT_LE(s.graph_captures, captures);
   EXPECT_EQ(s.graph_fallbacks, 0);
   EXPECT_GT(s.graph_node_updates, 0);
 }
@@ -169,7 +171,8 @@ TEST(GpuGraphDecode, ADecodeStepRecordedOnceGivesTheTokensOfStepsRecordedEachTok
   KILN_REQUIRE_GPU();
   std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
   const bool graphs = gpu->graphs();
-  const LlamaConfig c = SmallConfig(false);
+  LlamaConfig c = SmallConfig(false);
+  c.max_seq_len = kPrefill + kDecodeSteps + 2 + 8;  // the prompt, the steps, a two-token feed, 8 steps
   const LlamaWeights weights = ValueOrFail(RandomLlamaWeights(c, 23, Device::Cuda()));
   absl::StatusOr<LlamaModel> model = LlamaModel::Create(c, weights);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -179,7 +182,7 @@ TEST(GpuGraphDecode, ADecodeStepRecordedOnceGivesTheTokensOfStepsRecordedEachTok
   gpu->set_graphs(graphs);
   ASSERT_EQ(replayed.size(), static_cast<size_t>(kDecodeSteps + 8));
   EXPECT_EQ(replayed, recorded);
-  ExpectReplayed(replayed_stats);
+  ExpectReplayed(replayed_stats, /*captures=*/4);  // its KV length runs 10 positions further
   EXPECT_EQ(recorded_stats.graph_replays, 0);
 }
 
