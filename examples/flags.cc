@@ -32,7 +32,7 @@ ABSL_FLAG(bool, superoptimize, false,
           "cuda: search each new trace's fusible regions for faster fused kernels (cached on disk)");
 ABSL_FLAG(bool, search_log, false, "with --superoptimize: print each region's search report to stderr");
 ABSL_FLAG(bool, replay_steps, true,
-          "cuda, greedy: record the decode step's trace once and rerun it for every token "
+          "cuda: record the decode step's trace once and rerun it for every token "
           "(false: record each token's step anew)");
 ABSL_FLAG(bool, cuda_graphs, true,
           "cuda: replay each repeated step's kernels from a CUDA graph (false: launch kernel by kernel)");

@@ -22,6 +22,7 @@ int RunChatTurn(LoadedRun& run) {
   options.system_prompt = absl::GetFlag(FLAGS_system);
   options.sampling = SamplingFromFlags();
   options.max_reply_tokens = absl::GetFlag(FLAGS_max_tokens);
+  options.replay_steps = absl::GetFlag(FLAGS_replay_steps);
   absl::StatusOr<models::ChatSession> chat =
       models::ChatSession::Create(*run.model, run.tokenizer, options);
   if (!chat.ok()) {

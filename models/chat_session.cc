@@ -22,6 +22,7 @@ absl::StatusOr<ChatSession> ChatSession::Create(const LlamaModel& model,
   }
   absl::StatusOr<Session> session = Session::Create(model);
   if (!session.ok()) return session.status();
+  session->set_replay_steps(options.replay_steps);
   return ChatSession(model, tokenizer, std::move(options), *std::move(session));
 }
 

@@ -24,6 +24,8 @@ struct ChatOptions {
   int max_reply_tokens = 1024;
   // Template variables such as {"enable_thinking": false}.
   nlohmann::ordered_json template_variables = nlohmann::ordered_json::object();
+  // On a GPU, rerun a decode step recorded once (Session::set_replay_steps).
+  bool replay_steps = true;
 };
 
 struct ChatTurn {

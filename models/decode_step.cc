@@ -8,13 +8,22 @@ namespace kiln::models {
 
 absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Create(const LlamaModel& model, KvCache& cache,
                                                                int64_t vocab) {
-  std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
-  if (gpu == nullptr || model.device().type != DeviceType::kCuda) {
-    return absl::FailedPreconditionError("DecodeStep: the model is not on a GPU");
-  }
   if (vocab < 1 || vocab > model.config().vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat("DecodeStep: greedy over ", vocab, " of the model's ",
                                                    model.config().vocab_size, " logits"));
+  }
+  return Make(model, cache, vocab);
+}
+
+absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::CreateForLogits(const LlamaModel& model, KvCache& cache) {
+  return Make(model, cache, 0);
+}
+
+absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Make(const LlamaModel& model, KvCache& cache,
+                                                             int64_t vocab) {
+  std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  if (gpu == nullptr || model.device().type != DeviceType::kCuda) {
+    return absl::FailedPreconditionError("DecodeStep: the model is not on a GPU");
   }
   for (const std::vector<Tensor>* part : {&cache.k, &cache.v}) {
     for (const Tensor& t : *part) {
@@ -36,7 +45,7 @@ absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Create(const LlamaModel&
   // those into the buffers the cache holds now, so the cache keeps them.
   const KvCache leaves = cache;
   const Tensor logits = model.Forward(step->token_, Dim(*step->position_), cache);
-  step->outputs_ = {DeviceGreedyToken(logits, vocab)};
+  step->outputs_ = {vocab > 0 ? DeviceGreedyToken(logits, vocab) : cast(logits, DType::kF32)};
   step->outputs_.insert(step->outputs_.end(), cache.k.begin(), cache.k.end());
   step->outputs_.insert(step->outputs_.end(), cache.v.begin(), cache.v.end());
   cache = leaves;
@@ -69,7 +78,7 @@ absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Create(const LlamaModel&
   return step;
 }
 
-absl::StatusOr<int32_t> DecodeStep::Greedy(int32_t token, int64_t pos) {
+absl::StatusOr<std::vector<TensorData>> DecodeStep::Run(int32_t token, int64_t pos) {
   if (token < 0 || token >= model_vocab_) {
     return absl::InvalidArgumentError(
         absl::StrCat("decode step: token ", token, " is outside the model's vocabulary of ", model_vocab_));
@@ -82,7 +91,21 @@ absl::StatusOr<int32_t> DecodeStep::Greedy(int32_t token, int64_t pos) {
   const jit::CUdeviceptr address =
       reinterpret_cast<jit::CUdeviceptr>(input.storage->data()) + input.offset * sizeof(int32_t);
   if (absl::Status s = gpu_->context().CopyHostToDevice(address, &token, sizeof(token)); !s.ok()) return s;
-  absl::StatusOr<std::vector<TensorData>> results = gpu_->RunPlanned(trace_, *plan_, {{*position_, pos}});
+  return gpu_->RunPlanned(trace_, *plan_, {{*position_, pos}});
+}
+
+absl::StatusOr<std::vector<float>> DecodeStep::Logits(int32_t token, int64_t pos) {
+  if (vocab_ != 0) return absl::FailedPreconditionError("decode step: a greedy step has no logits to read back");
+  absl::StatusOr<std::vector<TensorData>> results = Run(token, pos);
+  if (!results.ok()) return results.status();
+  std::vector<float> row(static_cast<size_t>(results->front().num_elements()));
+  if (absl::Status s = gpu_->CopyToHost(results->front(), DType::kF32, row.data()); !s.ok()) return s;
+  return row;
+}
+
+absl::StatusOr<int32_t> DecodeStep::Greedy(int32_t token, int64_t pos) {
+  if (vocab_ == 0) return absl::FailedPreconditionError("decode step: a logits step picks no token");
+  absl::StatusOr<std::vector<TensorData>> results = Run(token, pos);
   if (!results.ok()) return results.status();
   int32_t next = -1;
   if (absl::Status s = gpu_->CopyToHost(results->front(), DType::kI32, &next); !s.ok()) return s;

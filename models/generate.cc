@@ -97,7 +97,8 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
   }
 
   // Greedy decoding on the GPU with replay_steps picks the token there and
-  // reads back its id alone; otherwise the logits row comes back.
+  // reads back its id alone; otherwise the logits row comes back (from the
+  // recorded step too, with replay_steps).
   const bool greedy_on_device =
       options.replay_steps && options.sampling.temperature == 0 && model.device().type != DeviceType::kCpu;
   const int64_t vocab = tokenizer.vocab_size();

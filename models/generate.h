@@ -27,9 +27,10 @@ struct GenerateOptions {
   bool add_special_tokens = true;
   // Stream the prompt's text before the generated text (as run.c does).
   bool echo_prompt = true;
-  // Greedy decoding on a GPU picks the token there (Session::FeedGreedy)
-  // and reruns a decode step recorded once (Session::set_replay_steps);
-  // false reads the logits back and records every step's trace.
+  // On a GPU, rerun a decode step recorded once (Session::set_replay_steps):
+  // greedy decoding picks the token there (Session::FeedGreedy) and reads
+  // back its id; sampling reads back the logits row. false records every
+  // step's trace.
   bool replay_steps = true;
 };
 

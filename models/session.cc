@@ -42,7 +42,33 @@ absl::StatusOr<Tensor> Session::Step(absl::Span<const int32_t> tokens,
   return out;
 }
 
+DecodeStep* Session::ReplayedStep(int64_t vocab) {
+  if (!replay_steps_ || model_->device().type != DeviceType::kCuda || size() >= context()) return nullptr;
+  if (step_ != nullptr && step_->greedy_vocab() == vocab) return step_.get();
+  step_.reset();
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<DecodeStep>> step =
+      vocab > 0 ? DecodeStep::Create(*model_, cache_, vocab) : DecodeStep::CreateForLogits(*model_, cache_);
+  trace_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!step.ok()) {
+    // Not a reason to stop generating: every step is recorded instead.
+    std::fprintf(stderr, "kiln: the decode step cannot be recorded once (%s); recording every step\n",
+                 step.status().ToString().c_str());
+    replay_steps_ = false;
+    return nullptr;
+  }
+  step_ = *std::move(step);
+  return step_.get();
+}
+
 absl::StatusOr<std::vector<float>> Session::Feed(absl::Span<const int32_t> tokens) {
+  if (DecodeStep* step = tokens.size() == 1 ? ReplayedStep(0) : nullptr; step != nullptr) {
+    const auto run = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<float>> row = step->Logits(tokens[0], size());
+    realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run).count();
+    if (row.ok()) tokens_.push_back(tokens[0]);
+    return row;
+  }
   absl::StatusOr<Tensor> logits = Step(tokens, [](const Tensor& t) { return t; });
   if (!logits.ok()) return logits.status();
   const auto start = std::chrono::steady_clock::now();
@@ -56,24 +82,9 @@ absl::StatusOr<int32_t> Session::FeedGreedy(absl::Span<const int32_t> tokens, in
     return absl::InvalidArgumentError(absl::StrCat("session: greedy over ", vocab, " of the model's ",
                                                    model_->config().vocab_size, " logits"));
   }
-  if (tokens.size() == 1 && replay_steps_ && model_->device().type == DeviceType::kCuda && size() < context()) {
-    const auto start = std::chrono::steady_clock::now();
-    if (step_ == nullptr || step_vocab_ != vocab) {
-      step_.reset();
-      absl::StatusOr<std::unique_ptr<DecodeStep>> step = DecodeStep::Create(*model_, cache_, vocab);
-      trace_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (!step.ok()) {
-        // Not a reason to stop generating: every step is recorded instead.
-        std::fprintf(stderr, "kiln: the decode step cannot be recorded once (%s); recording every step\n",
-                     step.status().ToString().c_str());
-        replay_steps_ = false;
-        return FeedGreedy(tokens, vocab);
-      }
-      step_ = *std::move(step);
-      step_vocab_ = vocab;
-    }
+  if (DecodeStep* step = tokens.size() == 1 ? ReplayedStep(vocab) : nullptr; step != nullptr) {
     const auto run = std::chrono::steady_clock::now();
-    absl::StatusOr<int32_t> next = step_->Greedy(tokens[0], size());
+    absl::StatusOr<int32_t> next = step->Greedy(tokens[0], size());
     realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run).count();
     if (next.ok()) tokens_.push_back(tokens[0]);
     return next;

@@ -24,15 +24,16 @@ class Session {
 
   // Runs `tokens` at the next positions and returns the logits of the last
   // ([vocab] floats). InvalidArgument when no tokens are given or they would
-  // pass the context.
+  // pass the context. On a GPU, one token at a time runs a DecodeStep
+  // recorded once (set_replay_steps), reading back the logits row.
   absl::StatusOr<std::vector<float>> Feed(absl::Span<const int32_t> tokens);
   // As Feed, but returns the greedy token of the first `vocab` logits
   // (DeviceGreedyToken), computed on the model's device: a GPU step reads
   // back 4 bytes instead of the logits. On a GPU, one token at a time runs
   // a DecodeStep recorded once with set_replay_steps(true).
   absl::StatusOr<int32_t> FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab);
-  // Whether FeedGreedy of one token reruns a recorded DecodeStep (the
-  // default) instead of recording the step's trace anew.
+  // Whether Feed and FeedGreedy of one token rerun a recorded DecodeStep
+  // (the default) instead of recording the step's trace anew.
   void set_replay_steps(bool replay) { replay_steps_ = replay; }
 
   // Keeps the first `n` tokens (n <= size()); the cache past them is
@@ -52,14 +53,17 @@ class Session {
   // Records the step of `tokens` and realizes `head(logits)` with the cache;
   // returns the realized head.
   absl::StatusOr<Tensor> Step(absl::Span<const int32_t> tokens, const std::function<Tensor(const Tensor&)>& head);
+  // The recorded decode step for a one-token feed (greedy over `vocab`;
+  // 0: the logits), made if need be; nullptr where none is used (replay off,
+  // not a GPU, the context full, or the step could not be recorded).
+  DecodeStep* ReplayedStep(int64_t vocab);
 
   const LlamaModel* model_;
   KvCache cache_;
   bool replay_steps_ = true;
-  // The recorded decode step over cache_, and the vocabulary it picks from;
-  // dropped before cache_ is fed any other way.
+  // The recorded decode step over cache_; dropped before cache_ is fed any
+  // other way.
   std::unique_ptr<DecodeStep> step_;
-  int64_t step_vocab_ = 0;
   std::vector<int32_t> tokens_;
   double trace_seconds_ = 0;
   double realize_seconds_ = 0;

@@ -186,6 +186,65 @@ TEST(GpuGraphDecode, ADecodeStepRecordedOnceGivesTheTokensOfStepsRecordedEachTok
   EXPECT_EQ(recorded_stats.graph_replays, 0);
 }
 
+// Decoding that samples on the host: each one-token Feed returns the
+// logits row; with replay on, from a DecodeStep recorded once. The tokens
+// are the host argmax of each row, and the same tokens come from
+// FeedGreedy's pick on the GPU (a vocabulary of 4097 is reduced in two
+// stages, the last chunk padded).
+struct FedLogits {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> rows;
+};
+
+FedLogits SessionLogits(const LlamaModel& model, bool replay, int steps) {
+  FedLogits out;
+  absl::StatusOr<Session> session = Session::Create(model);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return out;
+  session->set_replay_steps(replay);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < kPrefill; ++i) prompt.push_back((i * 7919 + 13) % model.config().vocab_size);
+  absl::StatusOr<std::vector<float>> row = session->Feed(prompt);
+  for (int step = 0; step < steps && row.ok(); ++step) {
+    out.tokens.push_back(Argmax(*row));
+    out.rows.push_back(*row);
+    row = session->Feed({out.tokens.back()});
+  }
+  EXPECT_TRUE(row.ok()) << row.status();
+  return out;
+}
+
+TEST(GpuGraphDecode, SampledStepsReadTheLogitsOfStepsRecordedEachToken) {
+  KILN_REQUIRE_GPU();
+  std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  LlamaConfig c = SmallConfig(false);
+  c.vocab_size = 4097;
+  const LlamaWeights weights = ValueOrFail(RandomLlamaWeights(c, 29, Device::Cuda()));
+  absl::StatusOr<LlamaModel> model = LlamaModel::Create(c, weights);
+  ASSERT_TRUE(model.ok()) << model.status();
+  constexpr int kSteps = 64;
+  const FedLogits recorded = SessionLogits(*model, false, kSteps);
+  const FedLogits replayed = SessionLogits(*model, true, kSteps);
+  ASSERT_EQ(replayed.rows.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(recorded.rows.size(), static_cast<size_t>(kSteps));
+  EXPECT_EQ(replayed.tokens, recorded.tokens);
+  for (int i = 0; i < kSteps; ++i) {
+    ASSERT_EQ(replayed.rows[i].size(), static_cast<size_t>(c.vocab_size));
+    EXPECT_LE(RelativeL2(replayed.rows[i], recorded.rows[i]), 1e-5) << "step " << i;
+  }
+
+  absl::StatusOr<Session> greedy = Session::Create(*model);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < kPrefill; ++i) prompt.push_back((i * 7919 + 13) % c.vocab_size);
+  absl::StatusOr<int32_t> next = greedy->FeedGreedy(prompt, c.vocab_size);
+  for (int step = 0; step < kSteps && next.ok(); ++step) {
+    EXPECT_EQ(*next, replayed.tokens[step]) << "step " << step;
+    next = greedy->FeedGreedy({*next}, c.vocab_size);
+  }
+  EXPECT_TRUE(next.ok()) << next.status();
+}
+
 // An MLA attention block's decode steps over its latent cache.
 Decoded DecodeMla(CudaExecutor& gpu, bool graphs, const MlaAttention& mla) {
   gpu.set_graphs(graphs);
