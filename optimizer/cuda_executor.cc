@@ -513,7 +513,6 @@ std::vector<KernelProfileRow> CudaExecutor::kernel_profile() const {
   return rows;
 }
 
-
 absl::StatusOr<std::vector<TensorData>> CudaExecutor::Run(const Trace& trace,
                                                           const Bindings& bindings) {
   const auto host_start = std::chrono::steady_clock::now();
