@@ -86,6 +86,21 @@ double StepBytes(const models::LlamaConfig& c, int64_t context) {
   return e * (weights + cache);
 }
 
+// The `rows` kinds of kernel that took the most GPU time over `runs` runs of
+// `what`, timed one by one.
+void PrintKernelProfile(const char* what, const std::vector<KernelProfileRow>& profile, int runs, int rows) {
+  double total = 0;
+  for (const KernelProfileRow& r : profile) total += r.seconds;
+  std::printf("  %s, kernels timed one by one (%d runs): %.3f ms GPU/run; the %d slowest kinds:\n", what, runs,
+              total / runs * 1e3, rows);
+  std::printf("    %9s %6s %9s %10s  %s\n", "us/run", "share", "launches", "GB/s", "kernel");
+  for (int i = 0; i < rows && i < static_cast<int>(profile.size()); ++i) {
+    const KernelProfileRow& r = profile[i];
+    std::printf("    %9.1f %5.1f%% %9.1f %10.0f  %s\n", r.seconds / runs * 1e6, 100 * r.seconds / total,
+                static_cast<double>(r.launches) / runs, r.tensor_bytes / r.seconds / 1e9, r.kernel.c_str());
+  }
+}
+
 }  // namespace
 
 int BenchDecode() {
@@ -119,20 +134,34 @@ int BenchDecode() {
   if (!cache.ok()) return Fail(cache.status());
 
   // A step: the decode step recorded once and rerun (--replay_steps, what
-  // kiln generate runs), or recorded anew each token.
+  // kiln generate runs), or recorded anew each token. Greedy as the peers
+  // are timed, or drawn on the GPU with --temperature above 0 (--top_p).
   const bool replay = absl::GetFlag(FLAGS_replay_steps);
+  const models::Sampler::Options sampling{
+      .temperature = Specified("temperature") ? static_cast<float>(absl::GetFlag(FLAGS_temperature)) : 0.0f,
+      .top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p)),
+      .seed = 1};
+  if (absl::Status s = sampling.Validate(); !s.ok()) return Fail(s);
+  if (sampling.temperature > 0 && !replay) {
+    return Fail(absl::InvalidArgumentError("--temperature above 0 times the recorded step: keep --replay_steps"));
+  }
+  models::Sampler coins(sampling);
+  const models::StepHead head = models::StepHead::Sampled(config->vocab_size, sampling);
   std::unique_ptr<models::DecodeStep> decode_step;
   const auto step = [&](int64_t pos, StepTimes* times) -> absl::StatusOr<double> {
     if (!replay) return TimedStep(*model, *cache, 1, pos, times, /*greedy=*/true);
     const auto start = std::chrono::steady_clock::now();
     if (decode_step == nullptr) {
       absl::StatusOr<std::unique_ptr<models::DecodeStep>> created =
-          models::DecodeStep::Create(*model, *cache, config->vocab_size);
+          models::DecodeStep::Create(*model, *cache, head);
       if (!created.ok()) return created.status();
       decode_step = *std::move(created);
     }
     const int32_t token = static_cast<int32_t>(pos * 7919 % config->vocab_size);
-    if (absl::StatusOr<int32_t> next = decode_step->Greedy(token, pos); !next.ok()) return next.status();
+    absl::StatusOr<int32_t> next = head.kind == models::StepHead::Kind::kSampled
+                                       ? decode_step->Sampled(token, pos, coins.NextUniform())
+                                       : decode_step->Greedy(token, pos);
+    if (!next.ok()) return next.status();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (times != nullptr) times->realize += seconds;
     return seconds;
@@ -176,6 +205,7 @@ int BenchDecode() {
   // positions are overwritten; the decode steps are done).
   const int prefill = absl::GetFlag(FLAGS_prefill);
   double prefill_ms = 0;
+  std::vector<KernelProfileRow> prefill_profile;
   decode_step.reset();  // it writes the cache by itself
   if (prefill > 0) {
     if (prefill > config->max_seq_len) return Fail(absl::InvalidArgumentError("--prefill exceeds the context"));
@@ -186,6 +216,13 @@ int BenchDecode() {
       if (i > 0) times.push_back(*t);
     }
     prefill_ms = Median(times) * 1e3;
+    if (kernel_rows > 0) {
+      gpu->ResetStats();
+      gpu->set_profile_kernels(true);
+      if (absl::StatusOr<double> t = TimedStep(*model, *cache, prefill, 0); !t.ok()) return Fail(t.status());
+      gpu->set_profile_kernels(false);
+      prefill_profile = gpu->kernel_profile();
+    }
   }
   const double ms = Median(wall) * 1e3;
   const double gpu_ms = stats.gpu_seconds / profiled * 1e3;
@@ -197,6 +234,9 @@ int BenchDecode() {
               "%s, %s\n", shape.c_str(), config->n_layers, config->dim, config->vocab_size,
               context, search ? "superoptimizer on" : "default lowering",
               gpu->context().info().ToString().c_str());
+  if (head.kind == models::StepHead::Kind::kSampled) {
+    std::printf("  the token drawn on the GPU at temperature %g, top-p %g\n", sampling.temperature, sampling.top_p);
+  }
   std::printf("  first step (compiles or loads kernels): %.1f ms\n", *first * 1e3);
   std::printf("  decode: %.3f ms/token (median of %d steps) = %.3f ms GPU + %.3f ms host; "
               "%.0f launches/step\n", ms, steps, gpu_ms, ms - gpu_ms, launches);
@@ -223,16 +263,8 @@ int BenchDecode() {
     std::printf("  prefill of %d tokens: %.3f ms (%.0f tokens/s)\n", prefill, prefill_ms, prefill / prefill_ms * 1e3);
   }
   if (kernel_rows > 0) {
-    double total = 0;
-    for (const KernelProfileRow& r : kernel_profile) total += r.seconds;
-    std::printf("  kernels timed one by one (%d steps): %.3f ms GPU/step; the %d slowest kinds:\n", kKernelSteps,
-                total / kKernelSteps * 1e3, kernel_rows);
-    std::printf("    %9s %6s %9s %10s  %s\n", "us/step", "share", "launches", "GB/s", "kernel");
-    for (int i = 0; i < kernel_rows && i < static_cast<int>(kernel_profile.size()); ++i) {
-      const KernelProfileRow& r = kernel_profile[i];
-      std::printf("    %9.1f %5.1f%% %9.1f %10.0f  %s\n", r.seconds / kKernelSteps * 1e6, 100 * r.seconds / total,
-                  static_cast<double>(r.launches) / kKernelSteps, r.tensor_bytes / r.seconds / 1e9, r.kernel.c_str());
-    }
+    PrintKernelProfile("decode step", kernel_profile, kKernelSteps, kernel_rows);
+    if (prefill > 0) PrintKernelProfile("prefill", prefill_profile, 1, kernel_rows);
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     const nlohmann::json row = {
@@ -241,6 +273,7 @@ int BenchDecode() {
         {"launches", launches}, {"floor_ms", floor_ms},       {"bytes_GB", bytes / 1e9},
         {"copy_TBps", *bandwidth / 1e12}, {"first_step_ms", *first * 1e3},
         {"superoptimize", search}, {"cuda_graphs", gpu->graphs()}, {"replay_steps", replay},
+        {"temperature", sampling.temperature}, {"top_p", sampling.top_p},
         {"prefill_tokens", prefill}, {"prefill_ms", prefill_ms},
         {"graph_replays", stats.graph_replays}, {"graph_captures", stats.graph_captures},
         {"node_updates_per_step", node_updates}, {"trace_us", parts.trace / steps * 1e6},

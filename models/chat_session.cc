@@ -61,12 +61,12 @@ absl::StatusOr<ChatTurn> ChatSession::Say(const std::string& user_message,
   session_.Rewind(static_cast<int>(shared));
   ChatTurn turn;
   turn.prompt_tokens = static_cast<int>(ids->size() - shared);
-  absl::StatusOr<std::vector<float>> logits =
-      session_.Feed(absl::MakeConstSpan(ids->data() + shared, ids->size() - shared));
-  if (!logits.ok()) return logits.status();
+  absl::StatusOr<int32_t> next = session_.FeedSampled(absl::MakeConstSpan(ids->data() + shared, ids->size() - shared),
+                                                      tokenizer_->tokenizer->vocab_size(), sampler_);
+  if (!next.ok()) return next.status();
   const int room = session_.context() - session_.size();
   absl::StatusOr<int> sampled = ContinueSession(
-      session_, *std::move(logits), *tokenizer_, sampler_, std::min(options_.max_reply_tokens, room),
+      session_, *next, *tokenizer_, sampler_, std::min(options_.max_reply_tokens, room),
       [&](absl::string_view piece) {
         turn.reply.append(piece.data(), piece.size());
         on_text(piece);

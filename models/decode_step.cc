@@ -2,25 +2,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "models/device_greedy.h"
+#include "models/device_sampler.h"
 #include "ops/ops.h"
 
 namespace kiln::models {
 
+StepHead StepHead::Sampled(int64_t vocab, const Sampler::Options& options) {
+  if (options.temperature == 0) return Greedy(vocab);
+  return {.kind = Kind::kSampled, .vocab = vocab, .temperature = options.temperature, .top_p = options.top_p};
+}
+
 absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Create(const LlamaModel& model, KvCache& cache,
-                                                               int64_t vocab) {
-  if (vocab < 1 || vocab > model.config().vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat("DecodeStep: greedy over ", vocab, " of the model's ",
+                                                               const StepHead& head) {
+  if (head.kind != StepHead::Kind::kLogits && (head.vocab < 1 || head.vocab > model.config().vocab_size)) {
+    return absl::InvalidArgumentError(absl::StrCat("DecodeStep: a pick among ", head.vocab, " of the model's ",
                                                    model.config().vocab_size, " logits"));
   }
-  return Make(model, cache, vocab);
-}
-
-absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::CreateForLogits(const LlamaModel& model, KvCache& cache) {
-  return Make(model, cache, 0);
-}
-
-absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Make(const LlamaModel& model, KvCache& cache,
-                                                             int64_t vocab) {
+  const Sampler::Options sampling{.temperature = head.temperature, .top_p = head.top_p};
+  if (head.kind == StepHead::Kind::kSampled) {
+    if (absl::Status s = sampling.Validate(); !s.ok()) return s;
+    if (head.temperature == 0) return absl::InvalidArgumentError("DecodeStep: sampling at temperature 0 is greedy");
+  }
   std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
   if (gpu == nullptr || model.device().type != DeviceType::kCuda) {
     return absl::FailedPreconditionError("DecodeStep: the model is not on a GPU");
@@ -34,18 +36,25 @@ absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Make(const LlamaModel& m
   }
   auto step = std::unique_ptr<DecodeStep>(new DecodeStep());
   step->gpu_ = std::move(gpu);
-  step->vocab_ = vocab;
+  step->head_ = head;
   step->model_vocab_ = model.config().vocab_size;
   step->context_ = model.config().max_seq_len;
   step->token_ = to(Tensor::FromHost<int32_t>({0}, {1}), Device::Cuda());
-  if (absl::Status s = step->token_.realize(); !s.ok()) return s;
+  step->coin_ = to(Tensor::FromHost<float>({0}, {1}), Device::Cuda());
+  if (absl::Status s = RealizeAll({step->token_, step->coin_}); !s.ok()) return s;
   step->position_ = model.PositionSymbol(1);
 
   // Forward replaces the cache's tensors by their updates; the step writes
   // those into the buffers the cache holds now, so the cache keeps them.
   const KvCache leaves = cache;
   const Tensor logits = model.Forward(step->token_, Dim(*step->position_), cache);
-  step->outputs_ = {vocab > 0 ? DeviceGreedyToken(logits, vocab) : cast(logits, DType::kF32)};
+  switch (head.kind) {
+    case StepHead::Kind::kLogits: step->outputs_ = {cast(logits, DType::kF32)}; break;
+    case StepHead::Kind::kGreedy: step->outputs_ = {DeviceGreedyToken(logits, head.vocab)}; break;
+    case StepHead::Kind::kSampled:
+      step->outputs_ = {DeviceSampledToken(logits, head.vocab, sampling, step->coin_)};
+      break;
+  }
   step->outputs_.insert(step->outputs_.end(), cache.k.begin(), cache.k.end());
   step->outputs_.insert(step->outputs_.end(), cache.v.begin(), cache.v.end());
   cache = leaves;
@@ -78,7 +87,7 @@ absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Make(const LlamaModel& m
   return step;
 }
 
-absl::StatusOr<std::vector<TensorData>> DecodeStep::Run(int32_t token, int64_t pos) {
+absl::StatusOr<std::vector<TensorData>> DecodeStep::Run(int32_t token, int64_t pos, float coin) {
   if (token < 0 || token >= model_vocab_) {
     return absl::InvalidArgumentError(
         absl::StrCat("decode step: token ", token, " is outside the model's vocabulary of ", model_vocab_));
@@ -87,15 +96,27 @@ absl::StatusOr<std::vector<TensorData>> DecodeStep::Run(int32_t token, int64_t p
     return absl::InvalidArgumentError(
         absl::StrCat("decode step: position ", pos, " is outside the context of ", context_, " positions"));
   }
-  const TensorData& input = token_.node()->data;
-  const jit::CUdeviceptr address =
-      reinterpret_cast<jit::CUdeviceptr>(input.storage->data()) + input.offset * sizeof(int32_t);
-  if (absl::Status s = gpu_->context().CopyHostToDevice(address, &token, sizeof(token)); !s.ok()) return s;
+  const auto address = [](const Tensor& t, size_t element) {
+    const TensorData& data = t.node()->data;
+    return reinterpret_cast<jit::CUdeviceptr>(data.storage->data()) + data.offset * element;
+  };
+  if (absl::Status s = gpu_->context().CopyHostToDevice(address(token_, sizeof(token)), &token, sizeof(token));
+      !s.ok()) {
+    return s;
+  }
+  if (head_.kind == StepHead::Kind::kSampled) {
+    if (absl::Status s = gpu_->context().CopyHostToDevice(address(coin_, sizeof(coin)), &coin, sizeof(coin));
+        !s.ok()) {
+      return s;
+    }
+  }
   return gpu_->RunPlanned(trace_, *plan_, {{*position_, pos}});
 }
 
 absl::StatusOr<std::vector<float>> DecodeStep::Logits(int32_t token, int64_t pos) {
-  if (vocab_ != 0) return absl::FailedPreconditionError("decode step: a greedy step has no logits to read back");
+  if (head_.kind != StepHead::Kind::kLogits) {
+    return absl::FailedPreconditionError("decode step: this step picks a token and has no logits to read back");
+  }
   absl::StatusOr<std::vector<TensorData>> results = Run(token, pos);
   if (!results.ok()) return results.status();
   std::vector<float> row(static_cast<size_t>(results->front().num_elements()));
@@ -103,14 +124,28 @@ absl::StatusOr<std::vector<float>> DecodeStep::Logits(int32_t token, int64_t pos
   return row;
 }
 
+absl::StatusOr<int32_t> DecodeStep::Picked(const std::vector<TensorData>& results) const {
+  int32_t next = -1;
+  if (absl::Status s = gpu_->CopyToHost(results.front(), DType::kI32, &next); !s.ok()) return s;
+  if (absl::Status s = DeviceGreedyError(next, head_.vocab); !s.ok()) return s;
+  return next;
+}
+
 absl::StatusOr<int32_t> DecodeStep::Greedy(int32_t token, int64_t pos) {
-  if (vocab_ == 0) return absl::FailedPreconditionError("decode step: a logits step picks no token");
+  if (head_.kind != StepHead::Kind::kGreedy) return absl::FailedPreconditionError("decode step: not a greedy step");
   absl::StatusOr<std::vector<TensorData>> results = Run(token, pos);
   if (!results.ok()) return results.status();
-  int32_t next = -1;
-  if (absl::Status s = gpu_->CopyToHost(results->front(), DType::kI32, &next); !s.ok()) return s;
-  if (absl::Status s = DeviceGreedyError(next, vocab_); !s.ok()) return s;
-  return next;
+  return Picked(*results);
+}
+
+absl::StatusOr<int32_t> DecodeStep::Sampled(int32_t token, int64_t pos, double coin) {
+  if (head_.kind != StepHead::Kind::kSampled) return absl::FailedPreconditionError("decode step: not a sampled step");
+  if (!(coin >= 0 && coin < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("decode step: the coin ", coin, " is outside [0, 1)"));
+  }
+  absl::StatusOr<std::vector<TensorData>> results = Run(token, pos, static_cast<float>(coin));
+  if (!results.ok()) return results.status();
+  return Picked(*results);
 }
 
 }  // namespace kiln::models

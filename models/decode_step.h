@@ -3,9 +3,10 @@
 // at a symbolic position is recorded and planned once; a token then writes
 // its id into the step's input buffer, binds the position and runs the
 // plan (replayed from a CUDA graph where the executor has graphs on),
-// without recording, collecting or hashing a trace. A greedy step picks its
-// token on the GPU and reads back only that id; a logits step reads back the
-// logits row (as f32) for a sampler on the host.
+// without recording, collecting or hashing a trace. A greedy or sampled step
+// picks its token on the GPU and reads back only that id (a sampled step
+// writes its coin beside the token); a logits step reads back the logits row
+// (as f32).
 #ifndef KILN_MODELS_DECODE_STEP_H_
 #define KILN_MODELS_DECODE_STEP_H_
 
@@ -16,44 +17,64 @@
 
 #include "absl/status/statusor.h"
 #include "models/llama.h"
+#include "models/sampler.h"
 #include "optimizer/cuda_executor.h"
 #include "tensor/trace.h"
 
 namespace kiln::models {
 
+// What a step computes from its logits row.
+struct StepHead {
+  enum class Kind { kLogits, kGreedy, kSampled };
+  Kind kind = Kind::kLogits;
+  int64_t vocab = 0;  // the tokens a greedy or sampled step picks among
+  float temperature = 0, top_p = 1;  // a sampled step's (DeviceSampledToken)
+
+  static StepHead Logits() { return {}; }
+  static StepHead Greedy(int64_t vocab) { return {.kind = Kind::kGreedy, .vocab = vocab}; }
+  // Temperature 0 is Greedy.
+  static StepHead Sampled(int64_t vocab, const Sampler::Options& options);
+  bool operator==(const StepHead&) const = default;
+};
+
 class DecodeStep {
  public:
-  // The step of `model` (on a GPU) over `cache` (realized there), greedy
-  // over the first `vocab` logits. Each Run updates `cache`'s buffers in
-  // place: while the step is in use nothing else may write them, and the
-  // step must go before `cache` is fed any other way (Session does both).
+  // The step of `model` (on a GPU) over `cache` (realized there), computing
+  // `head`. Each Run updates `cache`'s buffers in place: while the step is
+  // in use nothing else may write them, and the step must go before `cache`
+  // is fed any other way (Session does both). InvalidArgument for a greedy
+  // or sampled head over no tokens or more than the model has, or invalid
+  // sampling options.
   static absl::StatusOr<std::unique_ptr<DecodeStep>> Create(const LlamaModel& model, KvCache& cache,
-                                                            int64_t vocab);
-  // As Create, for a step whose output is the whole logits row.
-  static absl::StatusOr<std::unique_ptr<DecodeStep>> CreateForLogits(const LlamaModel& model, KvCache& cache);
+                                                            const StepHead& head);
 
   // Runs `token` at position `pos` and returns the greedy next token (a
-  // step from Create). InvalidArgument for a token or position out of range.
+  // greedy step). InvalidArgument for a token or position out of range.
   absl::StatusOr<int32_t> Greedy(int32_t token, int64_t pos);
+  // As Greedy, for a sampled step: `coin` in [0, 1) is the draw's
+  // randomness (Sampler::NextUniform).
+  absl::StatusOr<int32_t> Sampled(int32_t token, int64_t pos, double coin);
   // Runs `token` at position `pos` and returns its logits ([vocab_size]
-  // floats; a step from CreateForLogits).
+  // floats; a logits step).
   absl::StatusOr<std::vector<float>> Logits(int32_t token, int64_t pos);
 
-  // The vocabulary a greedy step picks from; 0 for a logits step.
-  int64_t greedy_vocab() const { return vocab_; }
+  const StepHead& head() const { return head_; }
 
  private:
   DecodeStep() = default;
-  // `vocab` 0: the logits step.
-  static absl::StatusOr<std::unique_ptr<DecodeStep>> Make(const LlamaModel& model, KvCache& cache, int64_t vocab);
-  // Writes `token` into the step's input and runs it at `pos`.
-  absl::StatusOr<std::vector<TensorData>> Run(int32_t token, int64_t pos);
+  // Writes `token` (and a sampled step's `coin`) into the step's inputs and
+  // runs it at `pos`.
+  absl::StatusOr<std::vector<TensorData>> Run(int32_t token, int64_t pos, float coin = 0);
+  // The picked token read back and checked (a greedy or sampled step).
+  absl::StatusOr<int32_t> Picked(const std::vector<TensorData>& results) const;
 
   std::shared_ptr<CudaExecutor> gpu_;
-  int64_t vocab_ = 0, model_vocab_ = 0, context_ = 0;
+  StepHead head_;
+  int64_t model_vocab_ = 0, context_ = 0;
   Tensor token_;                 // i32 [1] on the GPU: the step's input id
+  Tensor coin_;                  // f32 [1] on the GPU: a sampled step's coin
   std::optional<Symbol> position_;
-  std::vector<Tensor> outputs_;  // the greedy token or the logits, then the cache's updates
+  std::vector<Tensor> outputs_;  // the token or the logits, then the cache's updates
   Trace trace_;
   std::shared_ptr<const CudaExecutor::Plan> plan_;
 };

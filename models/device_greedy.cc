@@ -30,17 +30,21 @@ int64_t ChunkWidth(int64_t vocab) {
 
 }  // namespace
 
-Tensor DeviceGreedyToken(const Tensor& logits, int64_t vocab) {
-  Tensor row = slice(logits, 1, 0, vocab);
+Tensor RowInChunks(const Tensor& row, int64_t vocab, double pad) {
   const int64_t width = vocab > 2 * kChunk ? ChunkWidth(vocab) : vocab;
   const int64_t chunks = (vocab + width - 1) / width;
+  Tensor padded = row;
   if (chunks * width > vocab) {
-    // -inf pads: a real index is lower, so wins any tie with one.
-    const Tensor pad = full({1, chunks * width - vocab}, -std::numeric_limits<double>::infinity(), logits.dtype(),
-                            logits.device());
-    row = concat({row, pad}, 1);
+    const Tensor fill = full({1, chunks * width - vocab}, pad, row.dtype(), row.device());
+    padded = concat({row, fill}, 1);
   }
-  row = reshape(row, {chunks, width});
+  return reshape(padded, {chunks, width});
+}
+
+Tensor DeviceGreedyToken(const Tensor& logits, int64_t vocab) {
+  // -inf pads: a real index is lower, so wins any tie with one.
+  const Tensor row = RowInChunks(slice(logits, 1, 0, vocab), vocab, -std::numeric_limits<double>::infinity());
+  const int64_t chunks = row.shape()[0].value(), width = row.shape()[1].value();
   const Tensor best = max(max(row, {1}, /*keepdim=*/true), {0}, /*keepdim=*/true);
   const Tensor index = reshape(iota(chunks * width, 0, 1, DType::kF32, logits.device()), {chunks, width});
   // Token ids below 2^24 are exact in f32; the least index of a best logit

@@ -17,6 +17,13 @@ namespace kiln::models {
 // `vocab`, which no token has (DeviceGreedyError).
 Tensor DeviceGreedyToken(const Tensor& logits, int64_t vocab);
 
+// A row of `vocab` entries ([1, vocab]) as [chunks, width], padded with
+// `pad` to a whole number of chunks, so that reductions over it run in two
+// stages (the chunks, then their results) across many blocks of a GPU
+// instead of one: a row of up to 2048 entries is one chunk, a longer one is
+// cut into chunks of about 1024 (a divisor of vocab where there is one).
+Tensor RowInChunks(const Tensor& row, int64_t vocab, double pad);
+
 // InvalidArgument for a DeviceGreedyToken result that is not a token.
 absl::Status DeviceGreedyError(int32_t token, int64_t vocab);
 

@@ -20,14 +20,6 @@ bool IsStop(const LoadedTokenizer& t, int32_t id) {
   return std::find(t.stop_ids.begin(), t.stop_ids.end(), id) != t.stop_ids.end();
 }
 
-// A model's vocabulary may be padded past the tokenizer's (Qwen's 151936
-// rows for 151669 tokens): those rows are never sampled.
-absl::StatusOr<int32_t> SampleToken(Sampler& sampler, const std::vector<float>& logits,
-                                    const Tokenizer& tokenizer) {
-  const size_t n = std::min<size_t>(logits.size(), tokenizer.vocab_size());
-  return sampler.Sample(absl::MakeConstSpan(logits.data(), n));
-}
-
 }  // namespace
 
 double GenerateStats::prefill_tokens_per_second() const {
@@ -96,18 +88,10 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
     return stats;
   }
 
-  // Greedy decoding on the GPU with replay_steps picks the token there and
-  // reads back its id alone; otherwise the logits row comes back (from the
-  // recorded step too, with replay_steps).
-  const bool greedy_on_device =
-      options.replay_steps && options.sampling.temperature == 0 && model.device().type != DeviceType::kCpu;
+  // On a GPU the token is picked there (greedy or sampled) and only its id
+  // comes back; on the CPU the sampler draws from the logits.
   const int64_t vocab = tokenizer.vocab_size();
-  const auto feed = [&](absl::Span<const int32_t> tokens) -> absl::StatusOr<int32_t> {
-    if (greedy_on_device) return session->FeedGreedy(tokens, vocab);
-    absl::StatusOr<std::vector<float>> logits = session->Feed(tokens);
-    if (!logits.ok()) return logits.status();
-    return SampleToken(sampler, *logits, tokenizer);
-  };
+  const auto feed = [&](absl::Span<const int32_t> tokens) { return session->FeedSampled(tokens, vocab, sampler); };
   Clock::time_point start = Clock::now();
   absl::StatusOr<int32_t> next = feed(*prompt);
   if (!next.ok()) return next.status();
@@ -131,9 +115,8 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
   return stats;
 }
 
-absl::StatusOr<int> ContinueSession(Session& session, std::vector<float> logits,
-                                    const LoadedTokenizer& loaded, Sampler& sampler,
-                                    int max_tokens,
+absl::StatusOr<int> ContinueSession(Session& session, int32_t next, const LoadedTokenizer& loaded,
+                                    Sampler& sampler, int max_tokens,
                                     const std::function<void(absl::string_view)>& on_text) {
   const Tokenizer& tokenizer = *loaded.tokenizer;
   StreamDecoder stream(tokenizer, /*skip_special_tokens=*/true);
@@ -142,19 +125,17 @@ absl::StatusOr<int> ContinueSession(Session& session, std::vector<float> logits,
                    : std::vector<int32_t>(session.tokens().end() - 1, session.tokens().end()));
   int sampled = 0;
   while (sampled < max_tokens && session.size() < session.context()) {
-    absl::StatusOr<int32_t> next = SampleToken(sampler, logits, tokenizer);
-    if (!next.ok()) return next.status();
     ++sampled;
-    const bool stop = IsStop(loaded, *next);
+    const bool stop = IsStop(loaded, next);
     if (!stop) {
-      absl::StatusOr<std::string> piece = stream.Push(*next);
+      absl::StatusOr<std::string> piece = stream.Push(next);
       if (!piece.ok()) return piece.status();
       if (!piece->empty()) on_text(*piece);
     }
     // The stop token joins the conversation as the template would write it.
-    absl::StatusOr<std::vector<float>> row = session.Feed({*next});
-    if (!row.ok()) return row.status();
-    logits = *std::move(row);
+    absl::StatusOr<int32_t> after = session.FeedSampled({next}, tokenizer.vocab_size(), sampler);
+    if (!after.ok()) return after.status();
+    next = *after;
     if (stop) break;
   }
   if (const std::string rest = stream.Finish(); !rest.empty()) on_text(rest);

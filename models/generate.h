@@ -27,10 +27,9 @@ struct GenerateOptions {
   bool add_special_tokens = true;
   // Stream the prompt's text before the generated text (as run.c does).
   bool echo_prompt = true;
-  // On a GPU, rerun a decode step recorded once (Session::set_replay_steps):
-  // greedy decoding picks the token there (Session::FeedGreedy) and reads
-  // back its id; sampling reads back the logits row. false records every
-  // step's trace.
+  // On a GPU, rerun a decode step recorded once (Session::set_replay_steps);
+  // false records every step's trace. Either way the token is picked there
+  // (Session::FeedSampled) and only its id is read back.
   bool replay_steps = true;
 };
 
@@ -54,12 +53,12 @@ absl::StatusOr<GenerateStats> Generate(const LlamaModel& model, const LoadedToke
                                        const GenerateOptions& options,
                                        const std::function<void(absl::string_view)>& on_text);
 
-// Samples up to `max_tokens` tokens after what `session` holds (whose last
-// logits are `logits`), streaming their text, and stops after a stop token
-// (fed to the session, not shown). Returns the number of tokens sampled.
-absl::StatusOr<int> ContinueSession(Session& session, std::vector<float> logits,
-                                    const LoadedTokenizer& tokenizer, Sampler& sampler,
-                                    int max_tokens,
+// Streams the text of `next` (the token drawn after what `session` holds)
+// and of up to `max_tokens` - 1 more drawn by `sampler`, feeding each to the
+// session, and stops after a stop token (fed to the session, not shown).
+// Returns the number of tokens sampled.
+absl::StatusOr<int> ContinueSession(Session& session, int32_t next, const LoadedTokenizer& tokenizer,
+                                    Sampler& sampler, int max_tokens,
                                     const std::function<void(absl::string_view)>& on_text);
 
 }  // namespace kiln::models

@@ -36,10 +36,13 @@ class Sampler {
 
   const Options& options() const { return options_; }
 
- private:
-  // A uniform double in [0, 1) from splitmix64: fixed arithmetic, so a seed
-  // gives the same draws with every standard library.
+  // The next uniform double in [0, 1) from splitmix64: fixed arithmetic, so
+  // a seed gives the same draws with every standard library. Sample draws
+  // one per call at a temperature above 0; a draw made elsewhere
+  // (DeviceSampledToken) takes its coin from here instead.
   double NextUniform();
+
+ private:
 
   Options options_;
   absl::Status options_status_;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "models/device_greedy.h"
+#include "models/device_sampler.h"
 #include "ops/ops.h"
 
 namespace kiln::models {
@@ -42,13 +43,12 @@ absl::StatusOr<Tensor> Session::Step(absl::Span<const int32_t> tokens,
   return out;
 }
 
-DecodeStep* Session::ReplayedStep(int64_t vocab) {
+DecodeStep* Session::ReplayedStep(const StepHead& head) {
   if (!replay_steps_ || model_->device().type != DeviceType::kCuda || size() >= context()) return nullptr;
-  if (step_ != nullptr && step_->greedy_vocab() == vocab) return step_.get();
+  if (step_ != nullptr && step_->head() == head) return step_.get();
   step_.reset();
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<DecodeStep>> step =
-      vocab > 0 ? DecodeStep::Create(*model_, cache_, vocab) : DecodeStep::CreateForLogits(*model_, cache_);
+  absl::StatusOr<std::unique_ptr<DecodeStep>> step = DecodeStep::Create(*model_, cache_, head);
   trace_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!step.ok()) {
     // Not a reason to stop generating: every step is recorded instead.
@@ -62,7 +62,7 @@ DecodeStep* Session::ReplayedStep(int64_t vocab) {
 }
 
 absl::StatusOr<std::vector<float>> Session::Feed(absl::Span<const int32_t> tokens) {
-  if (DecodeStep* step = tokens.size() == 1 ? ReplayedStep(0) : nullptr; step != nullptr) {
+  if (DecodeStep* step = tokens.size() == 1 ? ReplayedStep(StepHead::Logits()) : nullptr; step != nullptr) {
     const auto run = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<float>> row = step->Logits(tokens[0], size());
     realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run).count();
@@ -77,26 +77,59 @@ absl::StatusOr<std::vector<float>> Session::Feed(absl::Span<const int32_t> token
   return row;
 }
 
-absl::StatusOr<int32_t> Session::FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab) {
-  if (vocab < 1 || vocab > model_->config().vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat("session: greedy over ", vocab, " of the model's ",
-                                                   model_->config().vocab_size, " logits"));
-  }
-  if (DecodeStep* step = tokens.size() == 1 ? ReplayedStep(vocab) : nullptr; step != nullptr) {
-    const auto run = std::chrono::steady_clock::now();
-    absl::StatusOr<int32_t> next = step->Greedy(tokens[0], size());
-    realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run).count();
+absl::Status Session::CheckVocab(int64_t vocab) const {
+  if (vocab >= 1 && vocab <= model_->config().vocab_size) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("session: a pick among ", vocab, " of the model's ", model_->config().vocab_size, " logits"));
+}
+
+absl::StatusOr<int32_t> Session::FeedPicked(absl::Span<const int32_t> tokens, const StepHead& head,
+                                            const std::function<absl::StatusOr<int32_t>(DecodeStep&)>& run,
+                                            const std::function<Tensor(const Tensor&)>& pick) {
+  if (absl::Status s = CheckVocab(head.vocab); !s.ok()) return s;
+  if (DecodeStep* step = tokens.size() == 1 ? ReplayedStep(head) : nullptr; step != nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<int32_t> next = run(*step);
+    realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (next.ok()) tokens_.push_back(tokens[0]);
     return next;
   }
-  absl::StatusOr<Tensor> token = Step(tokens, [vocab](const Tensor& t) { return DeviceGreedyToken(t, vocab); });
+  absl::StatusOr<Tensor> token = Step(tokens, pick);
   if (!token.ok()) return token.status();
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<int32_t>> id = token->to_host<int32_t>();
   realize_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!id.ok()) return id.status();
-  if (absl::Status s = DeviceGreedyError((*id)[0], vocab); !s.ok()) return s;
+  if (absl::Status s = DeviceGreedyError((*id)[0], head.vocab); !s.ok()) return s;
   return (*id)[0];
+}
+
+absl::StatusOr<int32_t> Session::FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab) {
+  const int64_t pos = size();
+  return FeedPicked(
+      tokens, StepHead::Greedy(vocab), [&](DecodeStep& step) { return step.Greedy(tokens[0], pos); },
+      [vocab](const Tensor& logits) { return DeviceGreedyToken(logits, vocab); });
+}
+
+absl::StatusOr<int32_t> Session::FeedSampled(absl::Span<const int32_t> tokens, int64_t vocab, Sampler& sampler) {
+  const Sampler::Options& options = sampler.options();
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (model_->device().type == DeviceType::kCpu) {
+    if (absl::Status s = CheckVocab(vocab); !s.ok()) return s;
+    absl::StatusOr<std::vector<float>> logits = Feed(tokens);
+    if (!logits.ok()) return logits.status();
+    return sampler.Sample(absl::MakeConstSpan(logits->data(), vocab));
+  }
+  if (options.temperature == 0) return FeedGreedy(tokens, vocab);
+  const double coin = sampler.NextUniform();
+  const int64_t pos = size();
+  const Device device = model_->device();
+  return FeedPicked(
+      tokens, StepHead::Sampled(vocab, options), [&](DecodeStep& step) { return step.Sampled(tokens[0], pos, coin); },
+      [&](const Tensor& logits) {
+        const Tensor draw = to(Tensor::FromHost<float>({static_cast<float>(coin)}, {1}), device);
+        return DeviceSampledToken(logits, vocab, options, draw);
+      });
 }
 
 void Session::Rewind(int n) {

@@ -14,6 +14,7 @@
 #include "absl/types/span.h"
 #include "models/decode_step.h"
 #include "models/llama.h"
+#include "models/sampler.h"
 
 namespace kiln::models {
 
@@ -32,8 +33,13 @@ class Session {
   // back 4 bytes instead of the logits. On a GPU, one token at a time runs
   // a DecodeStep recorded once with set_replay_steps(true).
   absl::StatusOr<int32_t> FeedGreedy(absl::Span<const int32_t> tokens, int64_t vocab);
-  // Whether Feed and FeedGreedy of one token rerun a recorded DecodeStep
-  // (the default) instead of recording the step's trace anew.
+  // As FeedGreedy, drawing the token from the first `vocab` logits as
+  // `sampler` does (at temperature 0, greedy). On a GPU the draw is made
+  // there (DeviceSampledToken, with the sampler's next coin) and only the
+  // id is read back; on the CPU, the sampler draws from the logits row.
+  absl::StatusOr<int32_t> FeedSampled(absl::Span<const int32_t> tokens, int64_t vocab, Sampler& sampler);
+  // Whether Feed, FeedGreedy and FeedSampled of one token rerun a recorded
+  // DecodeStep (the default) instead of recording the step's trace anew.
   void set_replay_steps(bool replay) { replay_steps_ = replay; }
 
   // Keeps the first `n` tokens (n <= size()); the cache past them is
@@ -53,10 +59,18 @@ class Session {
   // Records the step of `tokens` and realizes `head(logits)` with the cache;
   // returns the realized head.
   absl::StatusOr<Tensor> Step(absl::Span<const int32_t> tokens, const std::function<Tensor(const Tensor&)>& head);
-  // The recorded decode step for a one-token feed (greedy over `vocab`;
-  // 0: the logits), made if need be; nullptr where none is used (replay off,
-  // not a GPU, the context full, or the step could not be recorded).
-  DecodeStep* ReplayedStep(int64_t vocab);
+  // The recorded decode step computing `head` for a one-token feed, made if
+  // need be; nullptr where none is used (replay off, not a GPU, the context
+  // full, or the step could not be recorded).
+  DecodeStep* ReplayedStep(const StepHead& head);
+  // InvalidArgument unless 1 <= vocab <= the model's vocabulary.
+  absl::Status CheckVocab(int64_t vocab) const;
+  // Feeds `tokens` and reads back the token that `pick` makes of the
+  // logits on the device (a one-token feed runs `head`'s recorded step,
+  // through `run`), checked against `vocab`.
+  absl::StatusOr<int32_t> FeedPicked(absl::Span<const int32_t> tokens, const StepHead& head,
+                                     const std::function<absl::StatusOr<int32_t>(DecodeStep&)>& run,
+                                     const std::function<Tensor(const Tensor&)>& pick);
 
   const LlamaModel* model_;
   KvCache cache_;

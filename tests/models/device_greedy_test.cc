@@ -80,9 +80,9 @@ TEST(DecodeStep, NeedsAModelOnAGpuAndTheCpuFeedsGreedilyWithoutOne) {
   ASSERT_TRUE(model.ok()) << model.status();
   absl::StatusOr<KvCache> cache = model->NewCache();
   ASSERT_TRUE(cache.ok()) << cache.status();
-  EXPECT_EQ(DecodeStep::Create(*model, *cache, 300).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(DecodeStep::CreateForLogits(*model, *cache).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(DecodeStep::Create(*model, *cache, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeStep::Create(*model, *cache, StepHead::Greedy(300)).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DecodeStep::Create(*model, *cache, StepHead::Logits()).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DecodeStep::Create(*model, *cache, StepHead::Greedy(0)).status().code(), absl::StatusCode::kInvalidArgument);
 
   absl::StatusOr<Session> greedy = Session::Create(*model);
   absl::StatusOr<Session> sampled = Session::Create(*model);
