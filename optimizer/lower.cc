@@ -21,6 +21,13 @@ using ugraph::View;
 using ugraph::ViewStep;
 using Chain = std::vector<ViewStep>;
 
+// Products of at least this many rows (of f16/bf16) take the pipelined
+// tensor-core kernel; fewer rows fill too little of its 64- or 128-row tiles.
+constexpr int64_t kPipelinedRows = 128;
+// Blocks that fill an H100 (132 SMs) once: a product with fewer than this
+// many of its widest tiles takes narrower ones.
+constexpr int64_t kFullGrid = 128;
+
 // A fusion the code generator cannot express: `node` must get a buffer.
 struct FusionError {
   const Node* node;
@@ -402,6 +409,19 @@ class Lowering {
       // (512 x 2048), 1340 vs 1180 (2048 x 2048), 2140 vs 1710 (2048 x
       // 8192), and as fast at the classifier's 128256 x 2048 (3030).
       block_.tiles = {m.value(), 2, 1, MatmulAlgorithm::kWarpDot, mm->dtype};
+      block_.threads = 256;
+    } else if (half && m.is_concrete() && m.value() >= kPipelinedRows) {
+      // Prefill: the pipelined kernel, on 128 x 128 tiles where they make
+      // enough blocks to fill the GPU, on narrower tiles otherwise.
+      int64_t tile_m = 128, tile_n = n.is_concrete() && n.value() <= 64 ? 64 : 128;
+      const int64_t batches = batch.is_concrete() ? batch.num_elements() : kFullGrid;
+      const auto blocks = [&](int64_t tm, int64_t tn) {
+        const int64_t columns = n.is_concrete() ? (n.value() + tn - 1) / tn : kFullGrid;
+        return (m.value() + tm - 1) / tm * columns * batches;
+      };
+      if (blocks(tile_m, tile_n) < kFullGrid) tile_m = 64;
+      if (blocks(tile_m, tile_n) < kFullGrid) tile_n = 64;
+      block_.tiles = {tile_m, tile_n, 32, MatmulAlgorithm::kTensorCore, mm->dtype};
       block_.threads = 256;
     } else if (half) {
       block_.tiles = {64, 64, 32, MatmulAlgorithm::kTensorCore, mm->dtype};

@@ -262,6 +262,166 @@ absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
   return absl::OkStatus();
 }
 
+// The pipelined tensor-core product for many rows (prefill): 256 threads,
+// tiles of 64 or 128 in M and N and 32 in K, warps 2 x 4. Each thread
+// stages chunks of 8 consecutive k elements of A and of B in registers (one
+// 16-byte load each, or two for f32, where the chunk is in bounds, aligned
+// and contiguous; element by element otherwise), so the next K tile's
+// loads are in flight while the tensor cores work on this one; the chunks
+// then go, rounded to the product's dtype, to the other of two shared
+// buffers, read back by ldmatrix. One barrier per K tile.
+absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
+  const int64_t bm = b.tiles.m, bn = b.tiles.n;
+  if (b.threads != 256 || b.tiles.k != 32 || (bm != 64 && bm != 128) || (bn != 64 && bn != 128)) {
+    return absl::UnimplementedError(
+        "codegen: the pipelined mma matmul needs 256 threads, M and N tiles of 64 or 128 and K tiles of 32");
+  }
+  const DType dtype = b.tiles.dtype;
+  if (dtype != DType::kF16 && dtype != DType::kBF16) {
+    return absl::UnimplementedError("codegen: mma matmul needs f16 or bf16 operands");
+  }
+  const ugraph::View& av = b.inputs[0].view;
+  const int r = av.shape.rank();
+  for (int input = 0; input < 2; ++input) {
+    const int64_t size = DTypeSize(e.graph().tensors[b.inputs[input].view.tensor].dtype);
+    if (size != 2 && size != 4) return absl::UnimplementedError("codegen: mma operands are stored in 2 or 4 bytes");
+  }
+  constexpr int64_t kLd = 40;  // 32 k and 8 of padding: ldmatrix rows fall in distinct banks
+  const int64_t wm = bm / 2, wn = bn / 4, mt = wm / 16, nt = wn / 8;
+  e.Linef("__shared__ __align__(16) unsigned short As[2][", bm, "][", kLd, "];");
+  e.Linef("__shared__ __align__(16) unsigned short Bs[2][", bn, "][", kLd, "];");
+  const Operands o = OpenTileLoops(e, b);
+  e.Line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  e.Linef("const int wm0 = (warp / 4) * ", wm, ", wn0 = (warp % 4) * ", wn, ";");
+  e.Linef("float acc[", mt, "][", nt, "][4];");
+  e.Linef("for (int i = 0; i < ", mt, "; ++i) for (int j = 0; j < ", nt,
+          "; ++j) for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;");
+
+  // An operand's chunks: `name` A (rows m) or B (rows n), `rows` its tile's.
+  struct Staged {
+    int input;
+    std::string name, row0, limit;
+    int64_t rows, chunks, element, vectors;  // chunks per thread; bytes per element; uint4 per chunk
+    bool contiguous;
+  };
+  std::vector<Staged> staged;
+  for (int input = 0; input < 2; ++input) {
+    const ugraph::View& view = b.inputs[input].view;
+    Staged st;
+    st.input = input;
+    st.name = input == 0 ? "a" : "b";
+    st.row0 = input == 0 ? "m0" : "n0";
+    st.limit = input == 0 ? "M" : "N";
+    st.rows = input == 0 ? bm : bn;
+    st.chunks = st.rows * 4 / 256;
+    st.element = DTypeSize(e.graph().tensors[view.tensor].dtype);
+    st.vectors = st.element / 2;
+    st.contiguous = ContiguousDim(e.graph(), view) == (input == 0 ? r - 1 : r - 2);
+    staged.push_back(st);
+    e.Linef("uint4 ", st.name, "_stage[", st.chunks, "][", st.vectors, "];");
+  }
+  // A is [.., M, K] read at (row, k); B is [.., K, N] read at (k, row).
+  const auto coords = [&](const Staged& st, const std::string& row, const std::string& k) {
+    return st.input == 0 ? With(o.batch, row, k) : With(o.batch, k, row);
+  };
+  const auto chunk_place = [&](const Staged& st) {
+    e.Line("const int c = threadIdx.x + 256 * i, x = c / 4, kc = (c % 4) * 8;");
+    e.Linef("const i64 gx = ", st.row0, " + x, gk = k0 + kc;");
+  };
+  // Loads K tile `k0`'s chunks into the stage registers.
+  const auto load_stage = [&]() {
+    for (const Staged& st : staged) {
+      const ugraph::View& view = b.inputs[st.input].view;
+      const int slot = e.Slot(view.tensor);
+      e.Open(absl::StrCat("for (int i = 0; i < ", st.chunks, "; ++i)"));
+      chunk_place(st);
+      e.Linef("for (int v = 0; v < ", st.vectors, "; ++v) ", st.name, "_stage[i][v] = make_uint4(0u, 0u, 0u, 0u);");
+      if (st.contiguous) {
+        e.Linef("const i64 at = ", e.Offset(view, coords(st, "gx", "gk")), ";");
+        e.Open(absl::StrCat("if (gx < ", st.limit, " && gk + 8 <= K && aligned16(p.t[", slot, "], at, ", st.element,
+                            "))"));
+        e.Linef("for (int v = 0; v < ", st.vectors, "; ++v) ", st.name, "_stage[i][v] = load16_bits(p.t[", slot,
+                "], at + v * ", 16 / st.element, ", ", st.element, ");");
+        e.Close();
+        e.Open(absl::StrCat("else if (gx < ", st.limit, ")"));
+      } else {
+        e.Open(absl::StrCat("if (gx < ", st.limit, ")"));
+      }
+      const int64_t per = 16 / st.element;  // elements per uint4
+      e.Open("for (int j = 0; j < 8; ++j)");
+      e.Open("if (gk + j < K)");
+      const std::string at = e.Offset(view, coords(st, "gx", "(gk + j)"));
+      const std::string bits = st.element == 2 ? absl::StrCat("load_raw16(p.t[", slot, "], ", at, ")")
+                                               : absl::StrCat("__float_as_uint(load_f32(p.t[", slot, "], ", at, "))");
+      e.Linef("set_vector_bits(", st.name, "_stage[i][j / ", per, "], j % ", per, ", ", bits, ", ", st.element, ");");
+      e.Close();
+      e.Close();
+      e.Close();
+      e.Close();
+    }
+  };
+  // Stores the stage registers, in the product's dtype, to buffer `buf`.
+  const auto store_stage = [&](const std::string& buf) {
+    for (const Staged& st : staged) {
+      const DType stored = e.graph().tensors[b.inputs[st.input].view.tensor].dtype;
+      const std::string tile = absl::StrCat(st.input == 0 ? "As[" : "Bs[", buf, "][x][kc]");
+      e.Open(absl::StrCat("for (int i = 0; i < ", st.chunks, "; ++i)"));
+      e.Line("const int c = threadIdx.x + 256 * i, x = c / 4, kc = (c % 4) * 8;");
+      if (stored == dtype) {
+        e.Linef("*reinterpret_cast<uint4*>(&", tile, ") = ", st.name, "_stage[i][0];");
+      } else {
+        const int64_t per = 16 / st.element;
+        e.Linef("float f[8];");
+        e.Linef("for (int j = 0; j < 8; ++j) f[j] = bits_to_", DTypeSuffix(stored), "(vector_bits(", st.name,
+                "_stage[i][j / ", per, "], j % ", per, ", ", st.element, "));");
+        const std::string pack = dtype == DType::kF16 ? "pack_f16x2" : "pack_bf16x2";
+        e.Linef("*reinterpret_cast<uint4*>(&", tile, ") = make_uint4(", pack, "(f[0], f[1]), ", pack, "(f[2], f[3]), ",
+                pack, "(f[4], f[5]), ", pack, "(f[6], f[7]));");
+      }
+      e.Close();
+    }
+  };
+  e.Line("i64 k0 = 0;");
+  load_stage();
+  store_stage("0");
+  e.Line("__syncthreads();");
+  e.Open("for (i64 kt = 0, k_tiles = (K + 31) / 32; kt < k_tiles; ++kt)");
+  e.Line("const int cur = static_cast<int>(kt & 1);");
+  e.Line("k0 = (kt + 1) * 32;");
+  e.Open("if (kt + 1 < k_tiles)");
+  load_stage();
+  e.Close();
+  e.Open("for (int ks = 0; ks < 32; ks += 16)");
+  e.Linef("unsigned af[", mt, "][4], bf[", nt, "][2];");
+  // ldmatrix: lane q * 8 + rr addresses row rr of 8x8 matrix q.
+  e.Line("const int q = lane / 8, rr = lane % 8;");
+  e.Linef("for (int i = 0; i < ", mt,
+          "; ++i) load_a_fragment_x4(af[i], &As[cur][wm0 + 16 * i + rr + (q & 1) * 8][ks + (q >> 1) * 8]);");
+  e.Linef("for (int j = 0; j < ", nt,
+          "; j += 2) load_b_fragments_rows_x2(&bf[j][0], shared_address(&Bs[cur][wn0 + 8 * j + (lane / 16) * 8 + rr]"
+          "[ks + ((lane / 8) & 1) * 8]));");
+  e.Linef("for (int i = 0; i < ", mt, "; ++i) for (int j = 0; j < ", nt, "; ++j) ",
+          dtype == DType::kF16 ? "mma_f16" : "mma_bf16", "(acc[i][j], af[i], bf[j]);");
+  e.Close();
+  e.Open("if (kt + 1 < k_tiles)");
+  store_stage("cur ^ 1");
+  e.Close();
+  e.Line("__syncthreads();");
+  e.Close();
+  e.Open(absl::StrCat("for (int i = 0; i < ", mt, "; ++i)"));
+  e.Open(absl::StrCat("for (int j = 0; j < ", nt, "; ++j)"));
+  e.Open("for (int q = 0; q < 4; ++q)");
+  e.Line("const i64 gm = m0 + wm0 + 16 * i + lane / 4 + (q >= 2 ? 8 : 0);");
+  e.Line("const i64 gn = n0 + wn0 + 8 * j + 2 * (lane % 4) + (q & 1);");
+  Epilogue(e, b, o, "gm", "gn", "acc[i][j][q]");
+  e.Close();
+  e.Close();
+  e.Close();
+  e.Close();
+  e.Close();
+  return absl::OkStatus();
+}
+
 // Where B's column is contiguous along k (a weight stored [N, K], as
 // linear layers keep it), each lane reads 16 bytes of it at once: a warp
 // then has eight times the bytes in flight of one element per lane, which
@@ -418,7 +578,7 @@ absl::Status GenerateMatmul(Emitter& e, const BlockGraph& b) {
     case ugraph::MatmulAlgorithm::kSimt:
       return GenerateSimt(e, b);
     case ugraph::MatmulAlgorithm::kTensorCore:
-      return GenerateMma(e, b);
+      return b.threads == 256 ? GeneratePipelinedMma(e, b) : GenerateMma(e, b);
     case ugraph::MatmulAlgorithm::kWarpDot:
       return GenerateWarpDot(e, b);
   }

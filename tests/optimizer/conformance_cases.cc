@@ -243,6 +243,31 @@ void AddMatmul(Builder& b) {
            In(dt, {1, 129}, -1, 1)},
           [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1]) + x[2]}; },
           dt, true);
+    // Prefill-sized products (the pipelined tensor-core kernel for f16 and
+    // bf16): a transposed weight with K not a multiple of the 32-wide K tile,
+    // odd K (element loads), B stored [K, N], a batch, and an f32 operand.
+    b.Add(absl::StrCat("matmul/", DTypeName(dt), "/prefill_weight_t"),
+          {In(dt, {300, 72}, -1, 1), In(dt, {72, 200}, -1, 1, InputSpec::Layout::kTransposed),
+           In(dt, {300, 200}, -1, 1)},
+          [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1]) + x[2]}; },
+          dt, true);
+    b.Add(absl::StrCat("matmul/", DTypeName(dt), "/prefill_odd_k"),
+          {In(dt, {129, 33}, -1, 1), In(dt, {33, 65}, -1, 1)},
+          [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }, dt, true);
+    b.Add(absl::StrCat("matmul/", DTypeName(dt), "/prefill_tall"),
+          {In(dt, {4097, 16}, -1, 1), In(dt, {16, 3}, -1, 1, InputSpec::Layout::kTransposed)},
+          [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }, dt, true);
+    b.Add(absl::StrCat("matmul/", DTypeName(dt), "/prefill_batched"),
+          {In(dt, {3, 130, 64}, -1, 1), In(dt, {3, 64, 96}, -1, 1)},
+          [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }, dt, true);
+    if (dt == DType::kF16 || dt == DType::kBF16) {
+      b.Add(absl::StrCat("matmul/", DTypeName(dt), "/prefill_f32_operand"),
+            {In(DType::kF32, {257, 40}, -1, 1), In(dt, {40, 136}, -1, 1, InputSpec::Layout::kTransposed)},
+            [dt](const std::vector<Tensor>& x) {
+              return std::vector<Tensor>{matmul(cast(mul(x[0], 1.5), dt), x[1])};
+            },
+            dt, true);
+    }
     b.Add(absl::StrCat("matmul/", DTypeName(dt), "/batched_broadcast"),
           {In(dt, {2, 1, 17, 33}, -1, 1), In(dt, {3, 33, 5}, -1, 1)},
           [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }, dt,
