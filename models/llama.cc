@@ -21,6 +21,11 @@ absl::Status CheckWeight(absl::string_view name, const Tensor& t, const Shape& s
 }  // namespace
 
 absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights weights) {
+  const bool on_gpu = weights.embedding.defined() && weights.embedding.device().type == DeviceType::kCuda;
+  return Create(std::move(config), std::move(weights), on_gpu);
+}
+
+absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights weights, bool merge_qkv) {
   if (absl::Status s = config.Validate("LlamaModel"); !s.ok()) return s;
   const int64_t dim = config.dim, hidden = config.hidden_dim, kv = config.kv_dim();
   const int64_t qd = config.q_dim();
@@ -73,6 +78,22 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
       return absl::InvalidArgumentError(absl::StrCat("LlamaModel: ", s.message()));
     }
   }
+  std::vector<Tensor> qkv_t;
+  if (merge_qkv) {
+    std::vector<Tensor> merged;
+    for (LlamaLayerWeights& l : weights.layers) merged.push_back(contiguous(concat({l.wq, l.wk, l.wv}, 0)));
+    if (absl::Status s = RealizeAll(merged); !s.ok()) return s;
+    std::vector<Tensor> parts;
+    for (size_t i = 0; i < merged.size(); ++i) {
+      LlamaLayerWeights& l = weights.layers[i];
+      l.wq = slice(merged[i], 0, 0, qd);
+      l.wk = slice(merged[i], 0, qd, qd + kv);
+      l.wv = slice(merged[i], 0, qd + kv, qd + 2 * kv);
+      qkv_t.push_back(transpose(merged[i], 0, 1));
+      parts.insert(parts.end(), {l.wq, l.wk, l.wv, qkv_t.back()});
+    }
+    if (absl::Status s = RealizeAll(parts); !s.ok()) return s;
+  }
   LlamaWeights transposed = weights;
   std::vector<Tensor> views;
   const auto transpose_in_place = [&](Tensor& t) {
@@ -100,7 +121,7 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
     rope.inv_freq = std::move(freqs->inv_freq);
     rope.attention_scale = freqs->attention_scale;
   }
-  return LlamaModel(std::move(config), std::move(weights), std::move(transposed),
+  return LlamaModel(std::move(config), std::move(weights), std::move(transposed), std::move(qkv_t),
                     std::move(rope));
 }
 
@@ -154,7 +175,12 @@ Symbol LlamaModel::PositionSymbol(int64_t length) const {
 
 Tensor LlamaModel::Linear(const Tensor& x, const Tensor& w_t, const LoraAdapter& lora_t,
                           const Tensor& bias) const {
-  Tensor y = matmul(x, w_t);
+  return Adjusted(matmul(x, w_t), x, lora_t, bias);
+}
+
+Tensor LlamaModel::Adjusted(const Tensor& product, const Tensor& x, const LoraAdapter& lora_t,
+                            const Tensor& bias) const {
+  Tensor y = product;
   if (bias.defined()) y = y + bias;
   if (config_.lora_rank > 0) {
     y = y + matmul(matmul(x, lora_t.a), lora_t.b) * config_.lora_scale();
@@ -205,9 +231,21 @@ Tensor LlamaModel::AttentionOutput(int l, const Tensor& x, const RopeTables& rop
   const LlamaLayerWeights& w = weights_.layers[l];
   const LlamaLayerWeights& wt = transposed_.layers[l];
   const Tensor h = rms_norm(x, w.attention_norm, c.norm_eps);
-  Tensor q = reshape(Linear(h, wt.wq, wt.lora_q, w.bq), {seq, c.n_heads, head});
-  Tensor k = reshape(Linear(h, wt.wk, wt.lora_k, w.bk), {seq, c.n_kv_heads, head});
-  const Tensor v = reshape(Linear(h, wt.wv, wt.lora_v, w.bv), {seq, c.n_kv_heads, head});
+  Tensor q_lin, k_lin, v_lin;
+  if (!qkv_t_.empty()) {
+    const int64_t qd = c.q_dim(), kv = c.kv_dim();
+    const Tensor qkv = matmul(h, qkv_t_[l]);
+    q_lin = Adjusted(slice(qkv, 1, 0, qd), h, wt.lora_q, w.bq);
+    k_lin = Adjusted(slice(qkv, 1, qd, qd + kv), h, wt.lora_k, w.bk);
+    v_lin = Adjusted(slice(qkv, 1, qd + kv, qd + 2 * kv), h, wt.lora_v, w.bv);
+  } else {
+    q_lin = Linear(h, wt.wq, wt.lora_q, w.bq);
+    k_lin = Linear(h, wt.wk, wt.lora_k, w.bk);
+    v_lin = Linear(h, wt.wv, wt.lora_v, w.bv);
+  }
+  Tensor q = reshape(q_lin, {seq, c.n_heads, head});
+  Tensor k = reshape(k_lin, {seq, c.n_kv_heads, head});
+  const Tensor v = reshape(v_lin, {seq, c.n_kv_heads, head});
   if (c.qk_norm) {
     q = rms_norm(q, w.q_norm, c.norm_eps);
     k = rms_norm(k, w.k_norm, c.norm_eps);

@@ -1,6 +1,7 @@
 #include "models/llama.h"
 
 #include "models/llama2c_loader.h"
+#include "models/random_weights.h"
 #include "ops/ops.h"
 #include "tests/models/llama_reference.h"
 #include "tests/test_util.h"
@@ -29,11 +30,14 @@ TEST(Llama2cLoader, ReadsStories260KConfig) {
   EXPECT_FALSE(m->weights.layers[0].wq.node()->data.storage->writable());
 }
 
-TEST(LlamaModel, PrefillAndDecodeMatchThePlainLoopReference) {
+class LlamaModelMerged : public ::testing::TestWithParam<bool> {};
+
+// With merge_qkv (the GPU's default) and without it.
+TEST_P(LlamaModelMerged, PrefillAndDecodeMatchThePlainLoopReference) {
   absl::StatusOr<LoadedModel> loaded = LoadLlama2c(kStories);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   kiln::testing::ReferenceLlama reference(*loaded);
-  absl::StatusOr<LlamaModel> model = LlamaModel::Create(loaded->config, loaded->weights);
+  absl::StatusOr<LlamaModel> model = LlamaModel::Create(loaded->config, loaded->weights, GetParam());
   ASSERT_TRUE(model.ok()) << model.status();
   absl::StatusOr<KvCache> cache = model->NewCache();
   ASSERT_TRUE(cache.ok()) << cache.status();
@@ -68,6 +72,57 @@ TEST(LlamaModel, PrefillAndDecodeMatchThePlainLoopReference) {
     KILN_EXPECT_OK(RealizeAll(outputs, {{step_pos, p}}));
     EXPECT_TRUE(AllClose(kiln::testing::ReadF32(step), want, 1e-4, 1e-4)) << "position " << p;
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(QkvMerged, LlamaModelMerged, ::testing::Bool());
+
+// Biases, QK-norm and LoRA adapters apply to the merged product's slices as
+// to the three products: the same logits, and weights() gives the same wq,
+// wk and wv back (as views of the merged matrix).
+TEST(LlamaModel, MergedQkvGivesTheSameLogitsWithBiasesNormsAndAdapters) {
+  LlamaConfig c = Llama1BShapedConfig(32);
+  c.dim = 64;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.hidden_dim = 96;
+  c.vocab_size = 77;
+  c.dtype = DType::kF32;
+  c.qkv_bias = true;
+  c.qk_norm = true;
+  c.lora_rank = 4;
+  absl::StatusOr<LlamaWeights> weights = RandomLlamaWeights(c, 3, Device::Cpu());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  uint64_t seed = 100;
+  const auto random = [&](const Shape& shape) {
+    Tensor t = mul(random_normal(shape, ++seed), 0.1);
+    EXPECT_TRUE(t.realize().ok());
+    return t;
+  };
+  for (LlamaLayerWeights& l : weights->layers) {
+    l.bq = random({c.q_dim()});
+    l.bk = random({c.kv_dim()});
+    l.bv = random({c.kv_dim()});
+    const std::vector<std::tuple<LoraAdapter*, int64_t, int64_t>> adapters = {
+        {&l.lora_q, c.dim, c.q_dim()},   {&l.lora_k, c.dim, c.kv_dim()},      {&l.lora_v, c.dim, c.kv_dim()},
+        {&l.lora_o, c.q_dim(), c.dim},   {&l.lora_gate, c.dim, c.hidden_dim}, {&l.lora_up, c.dim, c.hidden_dim},
+        {&l.lora_down, c.hidden_dim, c.dim}};
+    for (const auto& [a, in, out] : adapters) {
+      a->a = random({c.lora_rank, in});
+      a->b = random({out, c.lora_rank});
+    }
+  }
+  std::vector<std::vector<float>> logits;
+  for (const bool merge : {false, true}) {
+    absl::StatusOr<LlamaModel> model = LlamaModel::Create(c, *weights, merge);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ(kiln::testing::ReadF32(model->weights().layers[1].wk), kiln::testing::ReadF32(weights->layers[1].wk));
+    absl::StatusOr<KvCache> cache = model->NewCache();
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    const Tensor out = model->Forward(Tensor::FromHost<int32_t>({5, 9, 70}, {3}), Dim(0), *cache, true);
+    logits.push_back(kiln::testing::ReadF32(out));
+  }
+  EXPECT_TRUE(AllClose(logits[1], logits[0], 1e-6, 1e-6));
 }
 
 TEST(LlamaModel, RejectsWeightsThatDisagreeWithTheConfig) {

@@ -65,7 +65,8 @@ absl::StatusOr<std::string> DecodeStepKernels() {
   c.vocab_size = 1024;
   absl::StatusOr<models::LlamaWeights> weights = models::RandomLlamaWeights(c, 1, Device::Cpu());
   if (!weights.ok()) return weights.status();
-  absl::StatusOr<models::LlamaModel> model = models::LlamaModel::Create(c, *weights);
+  // merge_qkv: as a model on the GPU runs.
+  absl::StatusOr<models::LlamaModel> model = models::LlamaModel::Create(c, *weights, /*merge_qkv=*/true);
   if (!model.ok()) return model.status();
   absl::StatusOr<models::KvCache> cache = model->NewCache();
   if (!cache.ok()) return cache.status();
