@@ -11,6 +11,10 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
+#include "optimizer/lower.h"
 #include "models/device_greedy.h"
 #include "ops/ops.h"
 #include "optimizer/cuda_executor.h"
@@ -196,6 +200,31 @@ TEST(DeviceSampler, NoNumberIsAClearError) {
       const int32_t token = DeviceDraw(*logits, n, {.temperature = 1, .top_p = 0.9f}, 0.5f);
       EXPECT_EQ(token, n);
       EXPECT_EQ(DeviceGreedyError(token, n).code(), absl::StatusCode::kInvalidArgument);
+    }
+  }
+}
+
+// The draw's kernels as the GPU runs them (lowered by the default rules)
+// compile with NVRTC, which needs no GPU: the grid's [points, vocab] masked
+// sums, the chunk sums and the running sums.
+TEST(DeviceSampler, EveryKernelOfTheDrawCompiles) {
+  absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << nvrtc.status();
+  for (const float top_p : {0.9f, 1.0f}) {
+    const Tensor logits = Tensor::FromHost<float>(SpacedLogits(5003, 0.002f, 2), {1, 5003});
+    const Tensor draw = DeviceSampledToken(cast(logits, DType::kBF16), 5000, {.temperature = 0.7f, .top_p = top_p},
+                                           Tensor::FromHost<float>({0.5f}, {1}));
+    absl::StatusOr<Trace> trace = Trace::Collect({draw});
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(*trace);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    ASSERT_GT(lowered->graph.kernels.size(), 3u);
+    for (size_t k = 0; k < lowered->graph.kernels.size(); ++k) {
+      absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(lowered->graph, static_cast<int>(k));
+      ASSERT_TRUE(source.ok()) << "kernel " << k << ": " << source.status();
+      absl::StatusOr<std::string> cubin =
+          jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), jit::CompileOptions());
+      ASSERT_TRUE(cubin.ok()) << "kernel " << k << ": " << cubin.status() << "\n" << source->source;
     }
   }
 }
