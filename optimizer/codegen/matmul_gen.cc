@@ -118,6 +118,21 @@ void Epilogue(Emitter& e, const BlockGraph& b, const Operands& o, const std::str
   e.Close();
 }
 
+// Runs the epilogue for every element of a warp's mt x nt mma.sync
+// accumulator fragments acc[i][j][4] (rows g and g + 8, columns 2t and
+// 2t + 1 of each 16 x 8 fragment).
+void FragmentEpilogue(Emitter& e, const BlockGraph& b, const Operands& o, int64_t mt, int64_t nt) {
+  e.Open(absl::StrCat("for (int i = 0; i < ", mt, "; ++i)"));
+  e.Open(absl::StrCat("for (int j = 0; j < ", nt, "; ++j)"));
+  e.Open("for (int q = 0; q < 4; ++q)");
+  e.Line("const i64 gm = m0 + wm0 + 16 * i + lane / 4 + (q >= 2 ? 8 : 0);");
+  e.Line("const i64 gn = n0 + wn0 + 8 * j + 2 * (lane % 4) + (q & 1);");
+  Epilogue(e, b, o, "gm", "gn", "acc[i][j][q]");
+  e.Close();
+  e.Close();
+  e.Close();
+}
+
 // Loads one operand tile into shared memory: element (x, y) of the tile,
 // x over `rows` and y over `cols`, goes to `store(x, y, value)`. `fast_y`
 // chooses which index varies fastest across threads (the one adjacent in
@@ -248,15 +263,7 @@ absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
   e.Close();
   e.Line("__syncthreads();");
   e.Close();
-  e.Open(absl::StrCat("for (int i = 0; i < ", mt, "; ++i)"));
-  e.Open(absl::StrCat("for (int j = 0; j < ", nt, "; ++j)"));
-  e.Open("for (int q = 0; q < 4; ++q)");
-  e.Line("const i64 gm = m0 + wm0 + 16 * i + lane / 4 + (q >= 2 ? 8 : 0);");
-  e.Line("const i64 gn = n0 + wn0 + 8 * j + 2 * (lane % 4) + (q & 1);");
-  Epilogue(e, b, o, "gm", "gn", "acc[i][j][q]");
-  e.Close();
-  e.Close();
-  e.Close();
+  FragmentEpilogue(e, b, o, mt, nt);
   e.Close();
   e.Close();
   return absl::OkStatus();
@@ -408,15 +415,7 @@ absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
   e.Close();
   e.Line("__syncthreads();");
   e.Close();
-  e.Open(absl::StrCat("for (int i = 0; i < ", mt, "; ++i)"));
-  e.Open(absl::StrCat("for (int j = 0; j < ", nt, "; ++j)"));
-  e.Open("for (int q = 0; q < 4; ++q)");
-  e.Line("const i64 gm = m0 + wm0 + 16 * i + lane / 4 + (q >= 2 ? 8 : 0);");
-  e.Line("const i64 gn = n0 + wn0 + 8 * j + 2 * (lane % 4) + (q & 1);");
-  Epilogue(e, b, o, "gm", "gn", "acc[i][j][q]");
-  e.Close();
-  e.Close();
-  e.Close();
+  FragmentEpilogue(e, b, o, mt, nt);
   e.Close();
   e.Close();
   return absl::OkStatus();
