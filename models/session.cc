@@ -114,22 +114,34 @@ absl::StatusOr<int32_t> Session::FeedGreedy(absl::Span<const int32_t> tokens, in
 absl::StatusOr<int32_t> Session::FeedSampled(absl::Span<const int32_t> tokens, int64_t vocab, Sampler& sampler) {
   const Sampler::Options& options = sampler.options();
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  if (model_->device().type == DeviceType::kCpu) {
-    if (absl::Status s = CheckVocab(vocab); !s.ok()) return s;
-    absl::StatusOr<std::vector<float>> logits = Feed(tokens);
-    if (!logits.ok()) return logits.status();
-    return sampler.Sample(absl::MakeConstSpan(logits->data(), vocab));
+  if (model_->device().type != DeviceType::kCpu && device_sampling_) {
+    absl::StatusOr<int32_t> drawn;
+    if (options.temperature == 0) {
+      drawn = FeedGreedy(tokens, vocab);
+    } else {
+      const double coin = sampler.NextUniform();
+      const int64_t pos = size();
+      const Device device = model_->device();
+      drawn = FeedPicked(
+          tokens, StepHead::Sampled(vocab, options),
+          [&](DecodeStep& step) { return step.Sampled(tokens[0], pos, coin); },
+          [&](const Tensor& logits) {
+            const Tensor draw = to(Tensor::FromHost<float>({static_cast<float>(coin)}, {1}), device);
+            return DeviceSampledToken(logits, vocab, options, draw);
+          });
+    }
+    // Bad input (a token, a position, NaN logits) is the caller's to see;
+    // a pick the device cannot run is not a reason to stop generating. A
+    // failed feed wrote at most the cache positions the next one rewrites.
+    if (drawn.ok() || drawn.status().code() == absl::StatusCode::kInvalidArgument) return drawn;
+    std::fprintf(stderr, "kiln: picking the token on the GPU failed (%s); the host samples from now on\n",
+                 drawn.status().ToString().c_str());
+    device_sampling_ = false;
   }
-  if (options.temperature == 0) return FeedGreedy(tokens, vocab);
-  const double coin = sampler.NextUniform();
-  const int64_t pos = size();
-  const Device device = model_->device();
-  return FeedPicked(
-      tokens, StepHead::Sampled(vocab, options), [&](DecodeStep& step) { return step.Sampled(tokens[0], pos, coin); },
-      [&](const Tensor& logits) {
-        const Tensor draw = to(Tensor::FromHost<float>({static_cast<float>(coin)}, {1}), device);
-        return DeviceSampledToken(logits, vocab, options, draw);
-      });
+  if (absl::Status s = CheckVocab(vocab); !s.ok()) return s;
+  absl::StatusOr<std::vector<float>> logits = Feed(tokens);
+  if (!logits.ok()) return logits.status();
+  return sampler.Sample(absl::MakeConstSpan(logits->data(), vocab));
 }
 
 void Session::Rewind(int n) {

@@ -36,7 +36,8 @@ class Session {
   // As FeedGreedy, drawing the token from the first `vocab` logits as
   // `sampler` does (at temperature 0, greedy). On a GPU the draw is made
   // there (DeviceSampledToken, with the sampler's next coin) and only the
-  // id is read back; on the CPU, the sampler draws from the logits row.
+  // id is read back; on the CPU, the sampler draws from the logits row (on
+  // a GPU too, after a pick there failed for a reason other than bad input).
   absl::StatusOr<int32_t> FeedSampled(absl::Span<const int32_t> tokens, int64_t vocab, Sampler& sampler);
   // Whether Feed, FeedGreedy and FeedSampled of one token rerun a recorded
   // DecodeStep (the default) instead of recording the step's trace anew.
@@ -75,6 +76,8 @@ class Session {
   const LlamaModel* model_;
   KvCache cache_;
   bool replay_steps_ = true;
+  // Whether FeedSampled picks on the device (until a pick there fails).
+  bool device_sampling_ = true;
   // The recorded decode step over cache_; dropped before cache_ is fed any
   // other way.
   std::unique_ptr<DecodeStep> step_;
