@@ -116,6 +116,7 @@ int BenchDecode() {
   if (context < 1 || steps < 4) return Fail(absl::InvalidArgumentError("--context >= 1, --steps >= 4"));
   const bool search = absl::GetFlag(FLAGS_superoptimize);
   gpu->set_graphs(absl::GetFlag(FLAGS_cuda_graphs));
+  gpu->set_pipelined_products(absl::GetFlag(FLAGS_pipelined_products));
   if (search) {
     TraceSearchOptions options;
     options.search.cache_dir = getenv("KILN_CACHE_DIR");

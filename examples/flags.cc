@@ -34,6 +34,9 @@ ABSL_FLAG(bool, search_log, false, "with --superoptimize: print each region's se
 ABSL_FLAG(bool, replay_steps, true,
           "cuda: record the decode step's trace once and rerun it for every token "
           "(false: record each token's step anew)");
+ABSL_FLAG(bool, pipelined_products, false,
+          "cuda: products of 128 or more rows (prefill) on the pipelined tensor-core kernel "
+          "(not yet checked on a GPU)");
 ABSL_FLAG(bool, cuda_graphs, true,
           "cuda: replay each repeated step's kernels from a CUDA graph (false: launch kernel by kernel)");
 
@@ -51,6 +54,7 @@ Device ChooseDevice() {
       return Device::Cpu();
     }
     GetCudaExecutor()->set_graphs(absl::GetFlag(FLAGS_cuda_graphs));
+    GetCudaExecutor()->set_pipelined_products(absl::GetFlag(FLAGS_pipelined_products));
     if (absl::GetFlag(FLAGS_superoptimize)) {
       TraceSearchOptions options;
       const jit::CacheOptions cache = jit::CacheOptions::FromEnvironment();

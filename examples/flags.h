@@ -20,6 +20,7 @@ ABSL_DECLARE_FLAG(int, steps);
 ABSL_DECLARE_FLAG(double, temperature);
 ABSL_DECLARE_FLAG(double, top_p);
 ABSL_DECLARE_FLAG(int64_t, seed);
+ABSL_DECLARE_FLAG(bool, pipelined_products);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(int, repeat);
 ABSL_DECLARE_FLAG(bool, superoptimize);

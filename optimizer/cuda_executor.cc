@@ -90,9 +90,10 @@ absl::flat_hash_set<const Node*> InPlaceUpdates(const Trace& trace, bool shared 
   return out;
 }
 
-Hash128 PlanKey(const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
+Hash128 PlanKey(const Trace& trace, const absl::flat_hash_set<const Node*>& in_place, bool pipelined_products) {
   StableHasher h;
   h.Add(trace.StructuralHash());
+  h.Add(pipelined_products);
   for (const Node* n : trace.nodes()) {
     if (!n->is_realized() && n->op == OpKind::kSliceUpdate) h.Add(in_place.contains(n));
   }
@@ -152,7 +153,7 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanInPl
 
 absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanWith(
     const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
-  const Hash128 key = PlanKey(trace, in_place);
+  const Hash128 key = PlanKey(trace, in_place, pipelined_products_);
   {
     absl::MutexLock lock(&mu_);
     ++stats_.runs;
@@ -176,6 +177,7 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPla
     const Trace& trace, const absl::flat_hash_set<const Node*>& in_place, int* fused) {
   lowering::LowerOptions options;
   options.in_place_updates = in_place;
+  options.pipelined_products = pipelined_products_;
   if (region_search_) options.fused = region_search_(trace);
   *fused = static_cast<int>(options.fused.size());
   absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(trace, options);

@@ -119,6 +119,9 @@ class CudaExecutor : public Executor {
   // only the nodes whose pointers, symbol values or grid changed. Off: every
   // kernel is launched on its own.
   void set_graphs(bool graphs) { graphs_ = graphs; }
+  // lowering::LowerOptions::pipelined_products for the traces planned from
+  // now on.
+  void set_pipelined_products(bool on) { pipelined_products_ = on; }
   bool graphs() const { return graphs_ && context_.CanUpdateGraphs(); }
   // Compile later kernels for `arch` ("sm_90" on an sm_90a device: the
   // generated code's paths for targets without Hopper's wgmma) instead of
@@ -179,6 +182,7 @@ class CudaExecutor : public Executor {
   bool profile_ = false;
   bool profile_kernels_ = false;
   bool graphs_ = true;
+  bool pipelined_products_ = false;
   std::string compile_arch_;
   RegionSearch region_search_;
   mutable absl::Mutex mu_;

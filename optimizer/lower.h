@@ -26,6 +26,12 @@ struct LowerOptions {
   // slice_update nodes that may write into their destination's buffer.
   absl::flat_hash_set<const Node*> in_place_updates;
   std::vector<FusedRegion> fused;
+  // Products of at least 128 rows of f16/bf16 (prefill) take the pipelined
+  // tensor-core kernel (register-staged 16-byte loads, two shared buffers,
+  // 128 x 128 tiles) instead of one 64 x 64 mma tile per block. Off until
+  // that kernel has run against the CPU reference on a GPU
+  // (GpuOpsPipelined); `--pipelined_products` turns it on.
+  bool pipelined_products = false;
 };
 
 struct LoweredTrace {

@@ -23,27 +23,39 @@ TEST_P(CodegenCompile, EveryKernelCompiles) {
   const std::vector<Tensor> outputs = c.build(testing::MakeInputs(c, 1, Device::Cpu()));
   absl::StatusOr<Trace> trace = Trace::Collect(outputs);
   ASSERT_TRUE(trace.ok()) << trace.status();
-  absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(*trace);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  ASSERT_TRUE(ugraph::Validate(lowered->graph).ok())
-      << ugraph::Validate(lowered->graph) << "\n" << ugraph::ToText(lowered->graph);
-  // The graph survives a JSON round trip unchanged.
-  absl::StatusOr<ugraph::KernelGraph> back = ugraph::FromJson(ugraph::ToJson(lowered->graph));
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(ugraph::ToJson(*back), ugraph::ToJson(lowered->graph));
-  for (size_t k = 0; k < lowered->graph.kernels.size(); ++k) {
-    absl::StatusOr<codegen::KernelSource> source =
-        codegen::GenerateKernel(lowered->graph, static_cast<int>(k));
-    ASSERT_TRUE(source.ok()) << source.status();
-    // Launched early (jit::LaunchConfig::early), it waits for the kernel
-    // before it ahead of everything else.
-    EXPECT_THAT(source->source, ::testing::HasSubstr("kiln_kernel(const Params p) {\n  wait_for_prior_grid();"));
-    absl::StatusOr<std::string> cubin = jit::CompileToCubin(
-        **nvrtc, codegen::AssembleSource(source->source), jit::CompileOptions());
-    ASSERT_TRUE(cubin.ok()) << "kernel " << k << ": " << cubin.status() << "\n"
-                            << source->source << "\n"
-                            << ugraph::ToText(lowered->graph);
-    EXPECT_FALSE(cubin->empty());
+  // Products also as LowerOptions::pipelined_products lowers them.
+  const bool product = c.name.rfind("matmul/", 0) == 0;
+  for (const bool pipelined : product ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    SCOPED_TRACE(pipelined ? "pipelined products" : "default lowering");
+    lowering::LowerOptions options;
+    options.pipelined_products = pipelined;
+    absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(*trace, options);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    ASSERT_TRUE(ugraph::Validate(lowered->graph).ok())
+        << ugraph::Validate(lowered->graph) << "\n" << ugraph::ToText(lowered->graph);
+    // The graph survives a JSON round trip unchanged.
+    absl::StatusOr<ugraph::KernelGraph> back = ugraph::FromJson(ugraph::ToJson(lowered->graph));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(ugraph::ToJson(*back), ugraph::ToJson(lowered->graph));
+    bool double_buffered = false;
+    for (size_t k = 0; k < lowered->graph.kernels.size(); ++k) {
+      absl::StatusOr<codegen::KernelSource> source =
+          codegen::GenerateKernel(lowered->graph, static_cast<int>(k));
+      ASSERT_TRUE(source.ok()) << source.status();
+      double_buffered |= source->source.find("As[2][") != std::string::npos;
+      // Launched early (jit::LaunchConfig::early), it waits for the kernel
+      // before it ahead of everything else.
+      EXPECT_THAT(source->source, ::testing::HasSubstr("kiln_kernel(const Params p) {\n  wait_for_prior_grid();"));
+      absl::StatusOr<std::string> cubin = jit::CompileToCubin(
+          **nvrtc, codegen::AssembleSource(source->source), jit::CompileOptions());
+      ASSERT_TRUE(cubin.ok()) << "kernel " << k << ": " << cubin.status() << "\n"
+                              << source->source << "\n"
+                              << ugraph::ToText(lowered->graph);
+      EXPECT_FALSE(cubin->empty());
+    }
+    // The prefill-sized half-precision cases take the pipelined kernel.
+    const bool half = c.name.find("/f16/") != std::string::npos || c.name.find("/bf16/") != std::string::npos;
+    EXPECT_EQ(double_buffered, pipelined && half && c.name.find("/prefill_") != std::string::npos);
   }
 }
 

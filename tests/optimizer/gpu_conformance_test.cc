@@ -13,10 +13,8 @@ namespace {
 
 class GpuConformance : public ::testing::TestWithParam<testing::ConformanceCase> {};
 
-TEST_P(GpuConformance, MatchesTheCpuReference) {
-  if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s;
-  GetCudaExecutor()->set_poison_buffers(true);
-  const testing::ConformanceCase& c = GetParam();
+// Case `c` on fresh random inputs, on the GPU and on the CPU: the same values.
+void ExpectTheCpuReference(const testing::ConformanceCase& c) {
   const uint64_t seed = std::random_device()();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   const std::vector<Tensor> expected = c.build(testing::MakeInputs(c, seed, Device::Cpu()));
@@ -36,6 +34,35 @@ TEST_P(GpuConformance, MatchesTheCpuReference) {
     }
   }
 }
+
+TEST_P(GpuConformance, MatchesTheCpuReference) {
+  if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s;
+  GetCudaExecutor()->set_poison_buffers(true);
+  ExpectTheCpuReference(GetParam());
+}
+
+// The products again with CudaExecutor::set_pipelined_products.
+class GpuConformancePipelined : public ::testing::TestWithParam<testing::ConformanceCase> {};
+
+TEST_P(GpuConformancePipelined, MatchesTheCpuReference) {
+  if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s;
+  std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  gpu->set_poison_buffers(true);
+  gpu->set_pipelined_products(true);
+  ExpectTheCpuReference(GetParam());
+  gpu->set_pipelined_products(false);
+}
+
+std::vector<testing::ConformanceCase> ProductCases() {
+  std::vector<testing::ConformanceCase> cases;
+  for (testing::ConformanceCase& c : testing::ConformanceCases(/*every_shape=*/true)) {
+    if (c.name.rfind("matmul/", 0) == 0) cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuOpsPipelined, GpuConformancePipelined, ::testing::ValuesIn(ProductCases()),
+                         testing::TestName);
 
 INSTANTIATE_TEST_SUITE_P(GpuOps, GpuConformance,
                          ::testing::ValuesIn(testing::ConformanceCases(/*every_shape=*/true)),
