@@ -10,6 +10,7 @@
 #include "models/sampler.h"
 #include "models/session.h"
 #include "ops/ops.h"
+#include "tests/models/tiny_llama_config.h"
 #include "tests/test_util.h"
 
 namespace kiln::models {
@@ -66,14 +67,7 @@ TEST(DeviceGreedy, NoNumberIsAClearError) {
 // A DecodeStep is the GPU's; on the CPU, Session's greedy feed records each
 // step and picks what Sampler picks from the logits.
 TEST(DecodeStep, NeedsAModelOnAGpuAndTheCpuFeedsGreedilyWithoutOne) {
-  LlamaConfig c = Llama1BShapedConfig(32);
-  c.dim = 64;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.hidden_dim = 96;
-  c.vocab_size = 300;
-  c.dtype = DType::kF32;
+  LlamaConfig c = kiln::testing::TinyLlamaConfig(300);
   absl::StatusOr<LlamaWeights> weights = RandomLlamaWeights(c, 3, Device::Cpu());
   ASSERT_TRUE(weights.ok()) << weights.status();
   absl::StatusOr<LlamaModel> model = LlamaModel::Create(c, *weights);

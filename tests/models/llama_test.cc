@@ -4,6 +4,7 @@
 #include "models/random_weights.h"
 #include "ops/ops.h"
 #include "tests/models/llama_reference.h"
+#include "tests/models/tiny_llama_config.h"
 #include "tests/test_util.h"
 
 namespace kiln::models {
@@ -80,14 +81,7 @@ INSTANTIATE_TEST_SUITE_P(QkvMerged, LlamaModelMerged, ::testing::Bool());
 // to the three products: the same logits, and weights() gives the same wq,
 // wk and wv back (as views of the merged matrix).
 TEST(LlamaModel, MergedQkvGivesTheSameLogitsWithBiasesNormsAndAdapters) {
-  LlamaConfig c = Llama1BShapedConfig(32);
-  c.dim = 64;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.hidden_dim = 96;
-  c.vocab_size = 77;
-  c.dtype = DType::kF32;
+  LlamaConfig c = kiln::testing::TinyLlamaConfig(77);
   c.qkv_bias = true;
   c.qk_norm = true;
   c.lora_rank = 4;
