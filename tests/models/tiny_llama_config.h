@@ -4,6 +4,7 @@
 #define KILN_TESTS_MODELS_TINY_LLAMA_CONFIG_H_
 
 #include "models/llama_config.h"
+#include "models/random_weights.h"
 
 namespace kiln::testing {
 
