@@ -308,7 +308,7 @@ absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
   struct Staged {
     int input;
     std::string name, row0, limit;
-    int64_t rows, chunks, element, vectors;  // chunks per thread; bytes per element; uint4 per chunk
+    int64_t chunks, element, vectors, per;  // chunks per thread; bytes per element; uint4 per chunk; elements per uint4
     bool contiguous;
   };
   std::vector<Staged> staged;
@@ -319,10 +319,10 @@ absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
     st.name = input == 0 ? "a" : "b";
     st.row0 = input == 0 ? "m0" : "n0";
     st.limit = input == 0 ? "M" : "N";
-    st.rows = input == 0 ? bm : bn;
-    st.chunks = st.rows * 4 / 256;
+    st.chunks = (input == 0 ? bm : bn) * 4 / 256;
     st.element = DTypeSize(e.graph().tensors[view.tensor].dtype);
     st.vectors = st.element / 2;
+    st.per = 16 / st.element;
     st.contiguous = ContiguousDim(e.graph(), view) == (input == 0 ? r - 1 : r - 2);
     staged.push_back(st);
     e.Linef("uint4 ", st.name, "_stage[", st.chunks, "][", st.vectors, "];");
@@ -331,36 +331,36 @@ absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
   const auto coords = [&](const Staged& st, const std::string& row, const std::string& k) {
     return st.input == 0 ? With(o.batch, row, k) : With(o.batch, k, row);
   };
-  const auto chunk_place = [&](const Staged& st) {
-    e.Line("const int c = threadIdx.x + 256 * i, x = c / 4, kc = (c % 4) * 8;");
-    e.Linef("const i64 gx = ", st.row0, " + x, gk = k0 + kc;");
-  };
+  // Chunk i of this thread: row x of the tile, k elements kc .. kc + 7 (the
+  // same place for the load and the store).
+  const std::string chunk_index = "const int c = threadIdx.x + 256 * i, x = c / 4, kc = (c % 4) * 8;";
   // Loads K tile `k0`'s chunks into the stage registers.
   const auto load_stage = [&]() {
     for (const Staged& st : staged) {
       const ugraph::View& view = b.inputs[st.input].view;
       const int slot = e.Slot(view.tensor);
       e.Open(absl::StrCat("for (int i = 0; i < ", st.chunks, "; ++i)"));
-      chunk_place(st);
+      e.Line(chunk_index);
+      e.Linef("const i64 gx = ", st.row0, " + x, gk = k0 + kc;");
       e.Linef("for (int v = 0; v < ", st.vectors, "; ++v) ", st.name, "_stage[i][v] = make_uint4(0u, 0u, 0u, 0u);");
       if (st.contiguous) {
         e.Linef("const i64 at = ", e.Offset(view, coords(st, "gx", "gk")), ";");
         e.Open(absl::StrCat("if (gx < ", st.limit, " && gk + 8 <= K && aligned16(p.t[", slot, "], at, ", st.element,
                             "))"));
         e.Linef("for (int v = 0; v < ", st.vectors, "; ++v) ", st.name, "_stage[i][v] = load16_bits(p.t[", slot,
-                "], at + v * ", 16 / st.element, ", ", st.element, ");");
+                "], at + v * ", st.per, ", ", st.element, ");");
         e.Close();
         e.Open(absl::StrCat("else if (gx < ", st.limit, ")"));
       } else {
         e.Open(absl::StrCat("if (gx < ", st.limit, ")"));
       }
-      const int64_t per = 16 / st.element;  // elements per uint4
       e.Open("for (int j = 0; j < 8; ++j)");
       e.Open("if (gk + j < K)");
       const std::string at = e.Offset(view, coords(st, "gx", "(gk + j)"));
       const std::string bits = st.element == 2 ? absl::StrCat("load_raw16(p.t[", slot, "], ", at, ")")
                                                : absl::StrCat("__float_as_uint(load_f32(p.t[", slot, "], ", at, "))");
-      e.Linef("set_vector_bits(", st.name, "_stage[i][j / ", per, "], j % ", per, ", ", bits, ", ", st.element, ");");
+      e.Linef("set_vector_bits(", st.name, "_stage[i][j / ", st.per, "], j % ", st.per, ", ", bits, ", ", st.element,
+              ");");
       e.Close();
       e.Close();
       e.Close();
@@ -373,14 +373,13 @@ absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
       const DType stored = e.graph().tensors[b.inputs[st.input].view.tensor].dtype;
       const std::string tile = absl::StrCat(st.input == 0 ? "As[" : "Bs[", buf, "][x][kc]");
       e.Open(absl::StrCat("for (int i = 0; i < ", st.chunks, "; ++i)"));
-      e.Line("const int c = threadIdx.x + 256 * i, x = c / 4, kc = (c % 4) * 8;");
+      e.Line(chunk_index);
       if (stored == dtype) {
         e.Linef("*reinterpret_cast<uint4*>(&", tile, ") = ", st.name, "_stage[i][0];");
       } else {
-        const int64_t per = 16 / st.element;
         e.Linef("float f[8];");
         e.Linef("for (int j = 0; j < 8; ++j) f[j] = bits_to_", DTypeSuffix(stored), "(vector_bits(", st.name,
-                "_stage[i][j / ", per, "], j % ", per, ", ", st.element, "));");
+                "_stage[i][j / ", st.per, "], j % ", st.per, ", ", st.element, "));");
         const std::string pack = dtype == DType::kF16 ? "pack_f16x2" : "pack_bf16x2";
         e.Linef("*reinterpret_cast<uint4*>(&", tile, ") = make_uint4(", pack, "(f[0], f[1]), ", pack, "(f[2], f[3]), ",
                 pack, "(f[4], f[5]), ", pack, "(f[6], f[7]));");
