@@ -126,8 +126,10 @@ class Partitioner {
   }
 
   // Other pointwise groups of the same space that `n` reads directly join
-  // `g` too (a + b of two fused chains is one kernel), where neither group
-  // depends on the other through a third.
+  // `g` too (a + b of two fused chains is one kernel; x * cos + gathered(x)
+  // * sin, RoPE, is one), where neither group depends on the other through a
+  // third. Their gathers and concats read buffers, so they may come along;
+  // updates stay in groups of their own.
   void MergeSiblings(int g, const Node* n) {
     if (result_.groups[g].kind != GroupKind::kPointwise) return;
     for (const auto& in : n->inputs) {
@@ -136,9 +138,11 @@ class Partitioner {
       const Group& other = result_.groups[h];
       if (other.kind != GroupKind::kPointwise || !(other.space == result_.groups[g].space)) continue;
       if (result_.groups[g].members.size() + other.members.size() > kMaxMembers) continue;
-      bool plain = true;
-      for (const Node* m : other.members) plain &= IsElementwise(m->op);
-      if (!plain || DependsOn(g, h) || DependsOn(h, g)) continue;
+      bool movable = true;
+      for (const Node* m : other.members) {
+        movable &= IsElementwise(m->op) || m->op == OpKind::kIndexSelect || m->op == OpKind::kConcat;
+      }
+      if (!movable || DependsOn(g, h) || DependsOn(h, g)) continue;
       Merge(g, h);
     }
   }
