@@ -7,6 +7,7 @@
 #include "ops/matmul.h"       // IWYU pragma: export
 #include "ops/movement.h"     // IWYU pragma: export
 #include "ops/nn.h"           // IWYU pragma: export
+#include "ops/quant.h"        // IWYU pragma: export
 #include "ops/reduce.h"       // IWYU pragma: export
 #include "tensor/tensor.h"    // IWYU pragma: export
 #include "tensor/trace.h"     // IWYU pragma: export

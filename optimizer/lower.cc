@@ -566,6 +566,12 @@ class Lowering {
         return Add(op);
       case OpKind::kIndexSelect:
         return EmitGather(n, chain);
+      case OpKind::kDequantize:
+        op.kind = ScalarOp::Kind::kDequant;
+        op.quant = std::get<QuantAttrs>(n->attrs).format;
+        op.input = Iterator(n->inputs[0].get(), {});
+        op.inputs = {Coordinates(n->shape, chain)};
+        return Add(op);
       case OpKind::kConcat:
       case OpKind::kSliceUpdate:
         return EmitSelect(n, chain);

@@ -107,13 +107,14 @@ class Partitioner {
       PlaceReduction(n);
       return;
     }
-    // Pointwise: data sources of gathers, concats and updates need buffers.
-    if (n->op == OpKind::kIndexSelect) NeedBuffer(n->inputs[0].get());
+    // Pointwise: data sources of gathers, concats, updates and dequantized
+    // blocks need buffers.
+    if (n->op == OpKind::kIndexSelect || n->op == OpKind::kDequantize) NeedBuffer(n->inputs[0].get());
     if (n->op == OpKind::kConcat || n->op == OpKind::kSliceUpdate) {
       for (const auto& in : n->inputs) NeedBuffer(in.get());
     }
     for (const auto& in : n->inputs) {
-      if (n->op == OpKind::kIndexSelect && in == n->inputs[0]) continue;
+      if ((n->op == OpKind::kIndexSelect || n->op == OpKind::kDequantize) && in == n->inputs[0]) continue;
       if (n->op == OpKind::kConcat || n->op == OpKind::kSliceUpdate) break;
       const int g = GroupOfDirect(in.get());
       if (g >= 0 && Accepts(result_.groups[g], n) && !WouldCycle(g, n)) {

@@ -57,6 +57,9 @@ void AppendThreadGraph(std::string* out, const ThreadGraph& g, absl::string_view
       case ScalarOp::Kind::kGather:
         absl::StrAppend(out, " #", op.input, " at #", op.inputs.empty() ? -1 : op.inputs[0]);
         break;
+      case ScalarOp::Kind::kDequant:
+        absl::StrAppend(out, " ", QuantName(op.quant), " #", op.input, " at #", op.inputs.empty() ? -1 : op.inputs[0]);
+        break;
       case ScalarOp::Kind::kSelect: {
         absl::StrAppend(out, " at #", op.inputs[0], ":");
         for (size_t p = 1; p < op.inputs.size(); ++p) {
@@ -151,6 +154,7 @@ std::string ScalarKindName(ScalarOp::Kind kind) {
     case ScalarOp::Kind::kCast: return "cast";
     case ScalarOp::Kind::kGather: return "gather";
     case ScalarOp::Kind::kSelect: return "select";
+    case ScalarOp::Kind::kDequant: return "dequant";
   }
   return "?";
 }

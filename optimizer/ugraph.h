@@ -88,6 +88,9 @@ struct ScalarOp {
     kSelect,       // pieces along `axis` of the coordinates of virtual input
                    // inputs[0]: the first k with bounds[2k] <= c < bounds[2k+1]
                    // reads inputs[k + 1] at c - bounds[2k]
+    kDequant,      // value c[-1] of the row of input `input` (u8 blocks of
+                   // `quant`, contiguous bytes) at the other coordinates c of
+                   // virtual input inputs[0]
   };
   Kind kind = Kind::kConstant;
   DType dtype = DType::kF32;  // the dtype of the result
@@ -98,6 +101,7 @@ struct ScalarOp {
   std::vector<Dim> bounds;    // kSelect: [lo, hi) per piece
   int index_rank = 1;         // kGather: how many coordinates the index spans
   int axis = 0;               // kGather, kSelect
+  QuantFormat quant = QuantFormat::kQ8_0;  // kDequant
   double value = 0;           // kConstant
   IotaAttrs iota;
   RandomAttrs random;

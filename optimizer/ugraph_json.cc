@@ -178,6 +178,7 @@ json ThreadJson(const ThreadGraph& g) {
                    {"bounds", ShapeJson(Shape(absl::MakeConstSpan(op.bounds)))},
                    {"index_rank", op.index_rank},
                    {"axis", op.axis},
+                   {"quant", static_cast<int>(op.quant)},
                    {"value", DoubleJson(op.value)},
                    {"iota", {DimJson(op.iota.start), DoubleJson(op.iota.offset), DoubleJson(op.iota.step)}},
                    {"random",
@@ -191,7 +192,7 @@ ThreadGraph ThreadFrom(const json& j) {
   ThreadGraph g;
   for (const json& o : j) {
     ScalarOp op;
-    op.kind = EnumFrom<ScalarOp::Kind>(o.at("kind"), 11, "scalar op kind");
+    op.kind = EnumFrom<ScalarOp::Kind>(o.at("kind"), 12, "scalar op kind");
     op.dtype = DTypeFrom(o.at("dtype"));
     op.op = OpFrom(o.at("op"));
     op.args = AsInts(o.at("args"));
@@ -200,6 +201,8 @@ ThreadGraph ThreadFrom(const json& j) {
     for (const Dim& d : ShapeFrom(o.at("bounds"))) op.bounds.push_back(d);
     op.index_rank = AsInt(o.at("index_rank"));
     op.axis = AsInt(o.at("axis"));
+    // Entries written before dequant existed have no format (and no kDequant).
+    if (o.contains("quant")) op.quant = EnumFrom<QuantFormat>(o.at("quant"), kNumQuantFormats, "quant format");
     op.value = DoubleFrom(o.at("value"));
     const json& iota = o.at("iota");
     op.iota = IotaAttrs{DimFrom(iota.at(0)), DoubleFrom(iota.at(1)), DoubleFrom(iota.at(2))};

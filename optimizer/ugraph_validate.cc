@@ -69,6 +69,7 @@ absl::Status CheckThreadGraph(const ThreadGraph& g, size_t num_inputs, size_t nu
         break;
       case ScalarOp::Kind::kGather:
       case ScalarOp::Kind::kSelect:
+      case ScalarOp::Kind::kDequant:
         want_args = op.kind == ScalarOp::Kind::kGather ? 1 : 0;
         for (int in : op.inputs) {
           if (in < 0 || in >= static_cast<int>(num_inputs)) {
@@ -78,6 +79,10 @@ absl::Status CheckThreadGraph(const ThreadGraph& g, size_t num_inputs, size_t nu
         if (op.kind == ScalarOp::Kind::kGather &&
             (op.inputs.size() != 1 || op.input < 0 || op.input >= static_cast<int>(num_inputs))) {
           return absl::InvalidArgumentError(absl::StrCat("v", i, " gathers from missing inputs"));
+        }
+        if (op.kind == ScalarOp::Kind::kDequant &&
+            (op.inputs.size() != 1 || op.input < 0 || op.input >= static_cast<int>(num_inputs))) {
+          return absl::InvalidArgumentError(absl::StrCat("v", i, " dequantizes missing inputs"));
         }
         if (op.kind == ScalarOp::Kind::kSelect &&
             (op.inputs.size() < 2 || op.bounds.size() != 2 * (op.inputs.size() - 1))) {

@@ -142,6 +142,8 @@ std::string SliceAttrs::ToString() const {
 
 std::string AxisAttrs::ToString() const { return absl::StrCat("axis=", axis); }
 
+std::string QuantAttrs::ToString() const { return absl::StrCat("format=", QuantName(format)); }
+
 void SliceUpdateAttrs::Hash(StableHasher& h) const {
   h.Add(axis);
   start.Hash(h);

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/container/inlined_vector.h"
 #include "tensor/dim.h"
+#include "tensor/quant.h"
 #include "tensor/shape.h"
 #include "tensor/stable_hash.h"
 
@@ -80,6 +81,7 @@ namespace kiln {
   X(Concat, concat)                  \
   X(IndexSelect, index_select)       \
   X(SliceUpdate, slice_update)        \
+  X(Dequantize, dequantize)          \
   X(ToDevice, to_device)
 
 #define KILN_OPS(X)         \
@@ -201,8 +203,16 @@ struct SliceUpdateAttrs {
   std::string ToString() const;
 };
 
+// dequantize: the block format of the packed u8 rows.
+struct QuantAttrs {
+  QuantFormat format = QuantFormat::kQ8_0;
+  friend bool operator==(const QuantAttrs&, const QuantAttrs&) = default;
+  void Hash(StableHasher& h) const { h.Add(static_cast<int64_t>(format)); }
+  std::string ToString() const;
+};
+
 using OpAttrs = std::variant<NoAttrs, ConstantAttrs, IotaAttrs, RandomAttrs, ReduceAttrs,
-                             PermuteAttrs, SliceAttrs, AxisAttrs, SliceUpdateAttrs>;
+                             PermuteAttrs, SliceAttrs, AxisAttrs, SliceUpdateAttrs, QuantAttrs>;
 
 void HashAttrs(const OpAttrs& attrs, StableHasher& hasher);
 std::string AttrsToString(const OpAttrs& attrs);

@@ -5,11 +5,13 @@
 #define KILN_MODELS_GGUF_DEQUANTIZE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "tensor/quant.h"
 
 namespace kiln::models {
 
@@ -67,6 +69,10 @@ const GgmlTypeInfo& GgmlTypeInfoOf(GgmlType type);
 // "Q4_K"; "type 31 (Q4_0_4_4, no longer allowed in GGUF files)"; "unknown type 99".
 std::string GgmlTypeName(uint32_t number);
 inline std::string GgmlTypeName(GgmlType type) { return GgmlTypeName(static_cast<uint32_t>(type)); }
+
+// The block format of a quantized type kiln decodes (Q8_0 ... Q6_K);
+// nullopt for plain and unsupported types.
+std::optional<QuantFormat> QuantFormatOf(GgmlType type);
 
 // Whether Dequantize decodes `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.

@@ -26,6 +26,8 @@ absl::StatusOr<TensorData> RunNode(const Node& node, const Types& types, Inputs 
       return RunSource(node, types, sizes, bindings);
     case OpKind::kMatmul:
       return RunMatmul(node, types, *inputs[0], *inputs[1], sizes);
+    case OpKind::kDequantize:
+      return RunDequantize(node, types, *inputs[0], sizes);
     case OpKind::kContiguous:
     case OpKind::kConcat:
     case OpKind::kIndexSelect:

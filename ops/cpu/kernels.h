@@ -47,6 +47,9 @@ absl::StatusOr<TensorData> RunView(const Node& node, const Types& types, const T
 absl::StatusOr<TensorData> RunMovement(const Node& node, const Types& types, Inputs inputs,
                                        const Extents& sizes, const Bindings& bindings,
                                        bool overwrite_dst);
+// dequantize: u8 rows of blocks to values of the node's dtype.
+absl::StatusOr<TensorData> RunDequantize(const Node& node, const Types& types, const TensorData& packed,
+                                         const Extents& sizes);
 
 }  // namespace kiln::cpu
 

@@ -1,5 +1,6 @@
 #include "optimizer/codegen/thread_emitter.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "tensor/check.h"
 
@@ -108,6 +109,8 @@ std::string ThreadEmitter::EmitOp(const ScalarOp& op, const std::vector<std::str
       return EmitGather(op, arg(0));
     case ScalarOp::Kind::kSelect:
       return EmitSelect(op);
+    case ScalarOp::Kind::kDequant:
+      return EmitDequant(op);
   }
   KILN_UNREACHABLE("unknown scalar op");
 }
@@ -127,6 +130,24 @@ std::string ThreadEmitter::EmitGather(const ScalarOp& op, const std::string& ind
   const std::string v = e_.Fresh("v");
   e_.Linef("const ", ComputeType(op.dtype), " ", v, " = load_", StorageSuffix(source.tensor), "(p.t[",
            e_.Slot(source.tensor), "], ", e_.Offset(source, x), ");");
+  return v;
+}
+
+// The row's first byte is where the coordinates with the last one 0 point
+// (dequantize takes only views that keep rows whole, so its bytes follow).
+std::string ThreadEmitter::EmitDequant(const ScalarOp& op) {
+  const ugraph::View& coords_view = block_.inputs[op.inputs[0]].view;
+  const ugraph::View& source = block_.inputs[op.input].view;
+  std::vector<std::string> c = e_.Invert(coords_view, coords_);
+  const std::string col = c.back();
+  c.back() = "0LL";
+  std::string value = absl::StrCat("dequant_", absl::AsciiStrToLower(QuantName(op.quant)),
+                                   "(reinterpret_cast<const unsigned char*>(p.t[", e_.Slot(source.tensor), "]) + ",
+                                   e_.Offset(source, c), ", ", col, ")");
+  // Rounded to the dtype, as the CPU rounds a source.
+  if (op.dtype != DType::kF32) value = absl::StrCat("round_", DTypeSuffix(op.dtype), "(", value, ")");
+  const std::string v = e_.Fresh("v");
+  e_.Linef("const float ", v, " = ", value, ";");
   return v;
 }
 

@@ -26,6 +26,7 @@ class ThreadEmitter {
   std::string EmitOp(const ugraph::ScalarOp& op, const std::vector<std::string>& values);
   std::string EmitGather(const ugraph::ScalarOp& op, const std::string& index);
   std::string EmitSelect(const ugraph::ScalarOp& op);
+  std::string EmitDequant(const ugraph::ScalarOp& op);
   // The load/store suffix of a DTensor's storage dtype.
   std::string StorageSuffix(int tensor) const;
 

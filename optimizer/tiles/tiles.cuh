@@ -3,6 +3,7 @@
 
 #include "kiln/types.cuh"
 #include "kiln/math.cuh"
+#include "kiln/quant.cuh"
 #include "kiln/random.cuh"
 #include "kiln/reduce.cuh"
 #include "kiln/mma.cuh"

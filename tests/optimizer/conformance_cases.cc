@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ops/ops.h"
@@ -390,6 +391,74 @@ std::string TestName(const ::testing::TestParamInfo<ConformanceCase>& info) {
   return name;
 }
 
+namespace {
+
+// The high bytes of each block's f16 scales (d, and dmin where there is
+// one), so that random blocks can be given moderate, finite scales.
+std::vector<int> ScaleHighBytes(QuantFormat format) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+    case QuantFormat::kQ4_0:
+    case QuantFormat::kQ5_0: return {1};
+    case QuantFormat::kQ4_1:
+    case QuantFormat::kQ5_1:
+    case QuantFormat::kQ4_K:
+    case QuantFormat::kQ5_K: return {1, 3};
+    case QuantFormat::kQ2_K: return {81, 83};
+    case QuantFormat::kQ3_K: return {109};
+    case QuantFormat::kQ6_K: return {209};
+  }
+  return {};
+}
+
+// Random block bytes [rows, bytes] whose scales lie in [2^-7, 2^-5): their
+// high bytes become 0x20 + byte / 32 (positive, exponent 8 or 9). Everything
+// else stays as drawn, so every quant value and sub-scale is exercised.
+Tensor TameScales(const Tensor& bytes, QuantFormat format) {
+  const QuantFormatInfo& info = QuantInfo(format);
+  const int64_t rows = bytes.shape()[0].value(), row_bytes = bytes.shape()[1].value();
+  const Tensor blocks = reshape(bytes, {rows, row_bytes / info.block_bytes, info.block_bytes});
+  const Tensor at = iota(info.block_bytes, 0, 1, DType::kI32, bytes.device());
+  Tensor mask;
+  for (int b : ScaleHighBytes(format)) {
+    const Tensor here = eq(at, full({}, b, DType::kI32, bytes.device()));
+    mask = mask.defined() ? where(here, here, mask) : here;
+  }
+  const Tensor tamed = add(div(blocks, 32.0), 32.0);
+  return reshape(where(mask, tamed, blocks), {rows, row_bytes});
+}
+
+void AddDequantize(Builder& b) {
+  for (QuantFormat format : {QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ4_1, QuantFormat::kQ5_0,
+                             QuantFormat::kQ5_1, QuantFormat::kQ2_K, QuantFormat::kQ3_K, QuantFormat::kQ4_K,
+                             QuantFormat::kQ5_K, QuantFormat::kQ6_K}) {
+    const QuantFormatInfo& info = QuantInfo(format);
+    const std::string name = absl::AsciiStrToLower(info.name);
+    // Three rows of two blocks, and rows taken every other one (a strided view).
+    for (auto layout : {InputSpec::Layout::kDense, InputSpec::Layout::kStrided}) {
+      b.Add(absl::StrCat("dequantize/", name, layout == InputSpec::Layout::kDense ? "/[3,2]" : "/strided"),
+            {In(DType::kU8, {3, 2 * info.block_bytes}, 0, 255, layout)},
+            [format](const std::vector<Tensor>& x) {
+              return std::vector<Tensor>{dequantize(TameScales(contiguous(x[0]), format), format)};
+            },
+            DType::kF32, false);
+    }
+    // Into a decode product (one row) and a prefill product, bf16, with the
+    // weight stored [N, K] as GGUF stores it.
+    for (int64_t m : {int64_t{1}, int64_t{130}}) {
+      b.Add(absl::StrCat("dequantize/", name, m == 1 ? "/decode_product" : "/prefill_product"),
+            {In(DType::kBF16, {m, 2 * info.block_size}, -1, 1), In(DType::kU8, {17, 2 * info.block_bytes}, 0, 255)},
+            [format](const std::vector<Tensor>& x) {
+              const Tensor w = dequantize(TameScales(x[1], format), format, DType::kBF16);
+              return std::vector<Tensor>{matmul(x[0], transpose(w, 0, 1))};
+            },
+            DType::kBF16, true);
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<ConformanceCase> ConformanceCases(bool every_shape) {
   Builder b(every_shape);
   AddUnary(b);
@@ -399,6 +468,7 @@ std::vector<ConformanceCase> ConformanceCases(bool every_shape) {
   AddMatmul(b);
   AddMovement(b);
   AddComposites(b);
+  AddDequantize(b);
   return b.Take();
 }
 
