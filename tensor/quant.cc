@@ -147,10 +147,12 @@ int Nibble(const uint8_t* qs, int e) {
   return (qs[group * 32 + lane] >> (4 * half)) & 0x0F;
 }
 
-void DecodeQ4_K(const uint8_t* b, float* out) {
+// Q4_K and Q5_K share the super-block: d, dmin, the 12 scale bytes, then
+// their bits; value e is d * scale * q(e) - dmin * min of its sub-block.
+template <typename Q>
+void DecodeScaleMinBlock(const uint8_t* b, float* out, Q q) {
   const float d = F16At(b);
   const float dmin = F16At(b + 2);
-  const uint8_t* qs = b + 16;
   for (int s = 0; s < 8; ++s) {
     int sc, m;
     KScaleMin(b + 4, s, &sc, &m);
@@ -158,30 +160,22 @@ void DecodeQ4_K(const uint8_t* b, float* out) {
     const float dm = dmin * static_cast<float>(m);
     for (int i = 0; i < 32; ++i) {
       const int e = s * 32 + i;
-      const float scaled = ds * static_cast<float>(Nibble(qs, e));
+      const float scaled = ds * static_cast<float>(q(e));
       out[e] = scaled - dm;
     }
   }
 }
 
+void DecodeQ4_K(const uint8_t* b, float* out) {
+  const uint8_t* qs = b + 16;
+  DecodeScaleMinBlock(b, out, [qs](int e) { return Nibble(qs, e); });
+}
+
 // d dmin scales[12] qh[32] qs[128]; bit 5 of element e is bit e/32 of qh[e%32].
 void DecodeQ5_K(const uint8_t* b, float* out) {
-  const float d = F16At(b);
-  const float dmin = F16At(b + 2);
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + 48;
-  for (int s = 0; s < 8; ++s) {
-    int sc, m;
-    KScaleMin(b + 4, s, &sc, &m);
-    const float ds = d * static_cast<float>(sc);
-    const float dm = dmin * static_cast<float>(m);
-    for (int i = 0; i < 32; ++i) {
-      const int e = s * 32 + i;
-      const int q = Nibble(qs, e) | (((qh[e % 32] >> (e / 32)) & 1) << 4);
-      const float scaled = ds * static_cast<float>(q);
-      out[e] = scaled - dm;
-    }
-  }
+  DecodeScaleMinBlock(b, out, [qh, qs](int e) { return Nibble(qs, e) | (((qh[e % 32] >> (e / 32)) & 1) << 4); });
 }
 
 // ql[128] qh[64] scales[16] (int8) d; 6-bit values offset by 32. The low

@@ -88,25 +88,26 @@ __device__ __forceinline__ int quant_nibble(const unsigned char* qs, int e) {
   return (qs[(e / 64) * 32 + e % 32] >> (4 * ((e % 64) / 32))) & 0x0F;
 }
 
-__device__ __forceinline__ float dequant_q4_k(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 256) * 144;
-  const int e = static_cast<int>(c % 256);
+// Q4_K / Q5_K value e of the super-block at b with bits q: d * scale * q -
+// dmin * min of its sub-block.
+__device__ __forceinline__ float quant_scale_min_value(const unsigned char* b, int e, int q) {
   int sc, m;
   quant_k_scale_min(b + 4, e / 32, &sc, &m);
   const float ds = __fmul_rn(quant_f16_at(b), static_cast<float>(sc));
   const float dm = __fmul_rn(quant_f16_at(b + 2), static_cast<float>(m));
-  return __fsub_rn(__fmul_rn(ds, static_cast<float>(quant_nibble(b + 16, e))), dm);
+  return __fsub_rn(__fmul_rn(ds, static_cast<float>(q)), dm);
+}
+
+__device__ __forceinline__ float dequant_q4_k(const unsigned char* row, i64 c) {
+  const unsigned char* b = row + (c / 256) * 144;
+  const int e = static_cast<int>(c % 256);
+  return quant_scale_min_value(b, e, quant_nibble(b + 16, e));
 }
 
 __device__ __forceinline__ float dequant_q5_k(const unsigned char* row, i64 c) {
   const unsigned char* b = row + (c / 256) * 176;
   const int e = static_cast<int>(c % 256);
-  int sc, m;
-  quant_k_scale_min(b + 4, e / 32, &sc, &m);
-  const float ds = __fmul_rn(quant_f16_at(b), static_cast<float>(sc));
-  const float dm = __fmul_rn(quant_f16_at(b + 2), static_cast<float>(m));
-  const int q = quant_nibble(b + 48, e) | (((b[16 + e % 32] >> (e / 32)) & 1) << 4);
-  return __fsub_rn(__fmul_rn(ds, static_cast<float>(q)), dm);
+  return quant_scale_min_value(b, e, quant_nibble(b + 48, e) | (((b[16 + e % 32] >> (e / 32)) & 1) << 4));
 }
 
 __device__ __forceinline__ float dequant_q6_k(const unsigned char* row, i64 c) {
