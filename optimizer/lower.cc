@@ -76,6 +76,22 @@ Chain Broadcast(const Shape& from, const Shape& to, const Chain& chain) {
   return Prepend(std::move(step), chain);
 }
 
+// Whether a product's B operand [..., K, N], viewed from [..., rows,
+// values], reads along K the values of one row: its steps only permute,
+// taking K from the last axis and N from the one before.
+bool ReadsRowsAlongK(const View& v) {
+  const int r = v.source_shape.rank();
+  std::vector<int> from(r);
+  for (int a = 0; a < r; ++a) from[a] = a;
+  for (const ViewStep& step : v.steps) {
+    if (step.kind != ViewStep::Kind::kPermute) return false;
+    std::vector<int> next(r);
+    for (int a = 0; a < r; ++a) next[a] = from[step.perm[a]];
+    from = std::move(next);
+  }
+  return r >= 2 && from[r - 2] == r - 1 && from[r - 1] == r - 2;
+}
+
 std::string ChainKey(const Chain& chain) {
   ugraph::View v;
   v.steps = chain;
@@ -436,6 +452,12 @@ class Lowering {
     const int ia = Iterator(a, Broadcast(a->shape, a_shape, {}));
     const int ib = Iterator(b, Broadcast(b->shape, b_shape, {}));
     KILN_CHECK(ia == 0 && ib == 1, "matmul operands must be the first two inputs");
+    // Decoded blocks: the warp-dot product reads them along K, a row's
+    // values in order; any other product gets them dequantized to a buffer.
+    if (block_.inputs[ib].quant &&
+        (block_.tiles.algorithm != MatmulAlgorithm::kWarpDot || !ReadsRowsAlongK(block_.inputs[ib].view))) {
+      throw FusionError{ThroughViews(b)};
+    }
     block_.inputs[0].imap = {-1, r - 2, r > 2 ? 0 : -1};
     block_.inputs[0].fmap = r - 1;
     block_.inputs[1].imap = {r - 1, -1, r > 2 ? 0 : -1};
@@ -467,14 +489,16 @@ class Lowering {
     return static_cast<int>(graph_->ops.size()) - 1;
   }
 
-  int AddIterator(View view) {
-    const std::string key = absl::StrCat(view.tensor, "|", view.source_shape.ToString(), "|",
-                                         ChainKey(view.steps));
+  int AddIterator(View view, std::optional<ugraph::QuantRead> quant = std::nullopt) {
+    const std::string key =
+        absl::StrCat(view.tensor, "|", view.source_shape.ToString(), "|", ChainKey(view.steps),
+                     quant ? absl::StrCat("|", QuantName(quant->format), DTypeName(quant->dtype)) : "");
     auto it = iterators_.find(key);
     if (it != iterators_.end()) return it->second;
     if (view.tensor >= 0) kernel_inputs_.insert(view.tensor);
     InputIterator in;
     in.view = std::move(view);
+    in.quant = quant;
     block_.inputs.push_back(std::move(in));
     const int index = static_cast<int>(block_.inputs.size()) - 1;
     iterators_[key] = index;
@@ -495,6 +519,7 @@ class Lowering {
   int Iterator(const Node* n, const Chain& chain) {
     Chain steps = chain;
     const Node* base = BufferUnder(n, &steps);
+    if (!HasBuffer(base) && partition_.decoded_in_loads.contains(base)) return DecodedIterator(base, std::move(steps));
     if (!HasBuffer(base)) throw FusionError{base};
     View view;
     view.tensor = TensorOf(base);
@@ -502,6 +527,19 @@ class Lowering {
     view.shape = steps.empty() ? view.source_shape : steps.back().shape;
     view.steps = std::move(steps);
     return AddIterator(std::move(view));
+  }
+
+  // An iterator decoding the packed blocks under dequantize node `d` (see
+  // ugraph::QuantRead), then reading them through `steps`.
+  int DecodedIterator(const Node* d, Chain steps) {
+    const Node* packed = d->inputs[0].get();
+    KILN_CHECK(HasBuffer(packed), "lowering: dequantized blocks without a buffer");
+    View view;
+    view.tensor = TensorOf(packed);
+    view.source_shape = d->shape;
+    view.shape = steps.empty() ? d->shape : steps.back().shape;
+    view.steps = std::move(steps);
+    return AddIterator(std::move(view), ugraph::QuantRead{std::get<QuantAttrs>(d->attrs).format, d->dtype});
   }
 
   // Coordinates of a shape seen from the iteration space through `chain`.

@@ -34,6 +34,11 @@ class Partitioner {
         continue;
       }
       if (options_.fused_interior.contains(n)) continue;
+      if (DecodedWhereLoaded(n)) {
+        NeedBuffer(n->inputs[0].get());
+        result_.decoded_in_loads.insert(n);
+        continue;
+      }
       // Sources, and elementwise ops on nothing but sources (a causal mask
       // from two iotas), are recomputed wherever they are read.
       if (IsSource(n->op) || (IsElementwise(n->op) && OnlyInlined(n))) {
@@ -252,7 +257,24 @@ class Partitioner {
 
   void NeedBuffer(const Node* n) {
     const Node* base = ThroughViews(n);
-    if (!base->is_realized()) need_buffer_.insert(base);
+    if (!base->is_realized() && !result_.decoded_in_loads.contains(base)) need_buffer_.insert(base);
+  }
+
+  // Whether `n` dequantizes a buffer's dense rows (no view between) and is
+  // read only as the second operand of products, each of them placed by
+  // the default rules, possibly through views.
+  bool DecodedWhereLoaded(const Node* n) const {
+    if (n->op != OpKind::kDequantize || outputs_.contains(n) || options_.force_materialize.contains(n)) return false;
+    const Node* packed = n->inputs[0].get();
+    if (!packed->is_realized() && IsView(packed->op)) return false;
+    bool any = false, only_products = true;
+    ForEachUse(n, [&](const Node* c, bool) {
+      any = true;
+      only_products &= c->op == OpKind::kMatmul && ThroughViews(c->inputs[1].get()) == n &&
+                       ThroughViews(c->inputs[0].get()) != n && !options_.fused.contains(c) &&
+                       !options_.fused_interior.contains(c);
+    });
+    return any && only_products;
   }
 
   // Consumers of `n`, following views; `direct` is false for reads through views.

@@ -10,7 +10,8 @@
 //     epilogue.
 // A node is materialized (gets a buffer) when another group reads it, when
 // the trace outputs it, or when its reader needs a buffer (matmul operands,
-// gather and concat sources).
+// gather and concat sources). A dequantized weight that only products read
+// gets none: they decode its blocks as they load them.
 #ifndef KILN_OPTIMIZER_PARTITION_H_
 #define KILN_OPTIMIZER_PARTITION_H_
 
@@ -56,6 +57,10 @@ struct Partition {
   absl::flat_hash_map<const Node*, int> group_of;
   // Computed nodes that get a buffer (leaves always have one).
   absl::flat_hash_set<const Node*> materialized;
+  // Dequantize nodes that no group computes: every use is a product's second
+  // operand, which decodes the packed blocks (a buffer) where it loads them.
+  // The lowering forces one to materialize where its product cannot.
+  absl::flat_hash_set<const Node*> decoded_in_loads;
 };
 
 // The node a chain of views starts from.

@@ -243,7 +243,11 @@ std::string ToText(const KernelGraph& graph) {
     for (size_t i = 0; i < b.inputs.size(); ++i) {
       absl::StrAppend(&out, "    in #", i, ": ", ViewText(b.inputs[i].view), " ",
                       b.inputs[i].view.shape.ToString(), " imap=", MapText(b.inputs[i].imap),
-                      " fmap=", b.inputs[i].fmap, "\n");
+                      " fmap=", b.inputs[i].fmap,
+                      b.inputs[i].quant ? absl::StrCat(" decoded from ", QuantName(b.inputs[i].quant->format), " to ",
+                                                       DTypeName(b.inputs[i].quant->dtype))
+                                        : std::string(),
+                      "\n");
     }
     for (size_t p = 0; p < b.phases.size(); ++p) {
       absl::StrAppend(&out, "    phase ", p, ":\n");

@@ -140,9 +140,21 @@ enum class BlockKind : uint8_t {
   kTiled,
 };
 
+// A block-quantized weight read decoded, where it is loaded (a product's
+// operand): the viewed DTensor holds u8 blocks of `format`, [..., rows,
+// bytes]; the view starts from the decoded shape [..., rows, values] (its
+// source_shape), whose element c is value c[-1] of row c[:-1] rounded to
+// `dtype`, as the dequantize op gives it.
+struct QuantRead {
+  QuantFormat format = QuantFormat::kQ8_0;
+  DType dtype = DType::kF32;
+  friend bool operator==(const QuantRead&, const QuantRead&) = default;
+};
+
 // An input iterator: which DTensor a block reads and through which view.
 struct InputIterator {
   View view;
+  std::optional<QuantRead> quant;  // the view decodes quantized blocks (see QuantRead)
   // imap[g] = the logical dim grid axis g splits, or -1 (replicated); fmap =
   // the dim the for-loop walks, or -1. Descriptive for the fixed kinds; the
   // validator checks they agree with the kind.

@@ -223,7 +223,12 @@ LaunchDim LaunchFrom(const json& j) { return {ShapeFrom(j.at(0)), AsInt64(j.at(1
 json BlockJson(const BlockGraph& b) {
   json inputs = json::array();
   for (const InputIterator& in : b.inputs) {
-    inputs.push_back({{"view", ViewJson(in.view)}, {"imap", in.imap}, {"fmap", in.fmap}});
+    json entry = {{"view", ViewJson(in.view)}, {"imap", in.imap}, {"fmap", in.fmap}};
+    // Only quantized reads carry the key, so other graphs' text is unchanged.
+    if (in.quant) {
+      entry["quant"] = {static_cast<int>(in.quant->format), std::string(DTypeName(in.quant->dtype))};
+    }
+    inputs.push_back(std::move(entry));
   }
   json phases = json::array();
   for (const Phase& p : b.phases) {
@@ -299,6 +304,10 @@ BlockGraph BlockFrom(const json& j) {
     it.view = ViewFrom(in.at("view"));
     it.imap = AsInt3(in.at("imap"));
     it.fmap = AsInt(in.at("fmap"));
+    if (in.contains("quant")) {
+      const json& q = in.at("quant");
+      it.quant = QuantRead{EnumFrom<QuantFormat>(q.at(0), kNumQuantFormats, "quant format"), DTypeFrom(q.at(1))};
+    }
     b.inputs.push_back(std::move(it));
   }
   for (const json& p : j.at("phases")) {

@@ -13,6 +13,31 @@ absl::Status Bad(size_t kernel, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("uGraph kernel ", kernel, ": ", what));
 }
 
+// A quantized read's tensor is u8 rows of whole blocks, and its view starts
+// from those rows decoded.
+absl::Status CheckQuantRead(const KernelGraph& graph, const InputIterator& in) {
+  const View& v = in.view;
+  if (v.tensor < 0) return absl::InvalidArgumentError("a quantized read needs a tensor");
+  const DTensor& t = graph.tensors[v.tensor];
+  const QuantFormatInfo& info = QuantInfo(in.quant->format);
+  const int r = t.shape.rank();
+  if (t.dtype != DType::kU8 || r < 1 || v.source_shape.rank() != r) {
+    return absl::InvalidArgumentError("a quantized read views u8 rows of blocks, decoded to the same rank");
+  }
+  for (int a = 0; a + 1 < r; ++a) {
+    if (!(t.shape[a] == v.source_shape[a])) return absl::InvalidArgumentError("decoded rows differ from the blocks'");
+  }
+  const Dim& values = v.source_shape[r - 1];
+  const Dim& bytes = t.shape[r - 1];
+  if (values.is_concrete() && bytes.is_concrete() &&
+      (values.value() % info.block_size != 0 || values.value() / info.block_size * info.block_bytes != bytes.value())) {
+    return absl::InvalidArgumentError(absl::StrCat(values.value(), " decoded values per row are not the ", bytes.value(),
+                                                   " bytes of ", info.name, " blocks"));
+  }
+  if (!IsFloating(in.quant->dtype)) return absl::InvalidArgumentError("a quantized read decodes to a float dtype");
+  return absl::OkStatus();
+}
+
 // The shape a view step produces from `in`, or an error.
 absl::Status CheckStep(const Shape& in, const ViewStep& step) {
   switch (step.kind) {
@@ -260,6 +285,12 @@ absl::Status Validate(const KernelGraph& graph, const DeviceLimits& limits) {
         return Bad(k, absl::StrCat("input #", i, " views t", v.tensor, ", which the kernel does not read"));
       }
       Shape shape = v.tensor == -1 ? v.source_shape : graph.tensors[v.tensor].shape;
+      if (b.inputs[i].quant) {
+        if (absl::Status s = CheckQuantRead(graph, b.inputs[i]); !s.ok()) {
+          return Bad(k, absl::StrCat("input #", i, ": ", s.message()));
+        }
+        shape = v.source_shape;
+      }
       for (const ViewStep& step : v.steps) {
         if (absl::Status s = CheckStep(shape, step); !s.ok()) {
           return Bad(k, absl::StrCat("input #", i, ": ", s.message()));

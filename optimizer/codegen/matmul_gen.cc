@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/strings/ascii.h"
 #include "optimizer/codegen/thread_emitter.h"
 
 namespace kiln::codegen {
@@ -490,6 +491,80 @@ bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::s
   return true;
 }
 
+// Where B's columns are rows of block-quantized weights (a QuantRead: the
+// product reads them along K, lowering checks), each lane decodes eight
+// consecutive values of the column at a time: they lie in one block (every
+// format's blocks hold a multiple of 8 values; a row is whole blocks, so K
+// is a multiple of 8 too), whose scales are read once for the eight. The
+// decoded values are rounded as the dequantize op rounds them, then to the
+// product's dtype; W is never stored unpacked. The A rows are read 16 bytes
+// at a time where they are contiguous along k and 16-byte aligned.
+void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::string>& batch, int64_t split) {
+  const ugraph::View& av = b.inputs[0].view;
+  const ugraph::View& bv = b.inputs[1].view;
+  const ugraph::QuantRead& quant = *b.inputs[1].quant;
+  const DType dtype = b.tiles.dtype;
+  const DType a_stored = e.graph().tensors[av.tensor].dtype;
+  const int ea = static_cast<int>(DTypeSize(a_stored));
+  const int r = av.shape.rank();
+  const int64_t rows = b.tiles.m;
+  const int as = e.Slot(av.tensor);
+  std::vector<std::string> first_value = e.Invert(bv, With(batch, "0LL", "n"));
+  first_value.back() = "0LL";
+  e.Linef("const unsigned char* b_row = reinterpret_cast<const unsigned char*>(p.t[", e.Slot(bv.tensor), "]) + ",
+          e.TensorOffset(bv.tensor, first_value), ";");
+  std::string decoded = "bk[j]";
+  if (quant.dtype != DType::kF32) decoded = absl::StrCat("round_", DTypeSuffix(quant.dtype), "(", decoded, ")");
+  if (dtype != quant.dtype && dtype != DType::kF32) {
+    decoded = absl::StrCat("round_", DTypeSuffix(dtype), "(", decoded, ")");
+  }
+  const auto a_value = [&](const std::string& v) {
+    return a_stored == dtype ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
+  };
+  // One pass over K; `vector_a`: A's eight values in 16-byte loads.
+  const auto loop = [&](bool vector_a) {
+    e.Line("#pragma unroll 2");
+    e.Open(absl::StrCat("for (i64 k0 = (", split > 1 ? "lane + 32 * part" : "lane", ") * 8; k0 < K; k0 += ",
+                        32 * 8 * split, ")"));
+    e.Line("float bk[8];");
+    e.Linef("dequant8_", absl::AsciiStrToLower(QuantName(quant.format)), "(b_row, k0, bk);");
+    if (decoded != "bk[j]") e.Linef("for (int j = 0; j < 8; ++j) bk[j] = ", decoded, ";");
+    for (int64_t m = 0; m < rows; ++m) {
+      if (vector_a) {
+        const int per = 16 / ea, vectors = 8 / per;
+        e.Linef("uint4 a", m, "[", vectors, "];");
+        e.Linef("for (int q = 0; q < ", vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
+                " + k0 + q * ", per, ", ", ea, ");");
+        e.Linef("for (int j = 0; j < 8; ++j) acc[", m, "] = fmaf(",
+                a_value(absl::StrCat("bits_to_", DTypeSuffix(a_stored), "(vector_bits(a", m, "[j / ", per, "], j % ",
+                                     per, ", ", ea, "))")),
+                ", bk[j], acc[", m, "]);");
+      } else {
+        e.Linef("for (int j = 0; j < 8; ++j) acc[", m, "] = fmaf(",
+                a_value(absl::StrCat("load_", DTypeSuffix(a_stored), "(p.t[", as, "], ",
+                                     e.Offset(av, With(batch, absl::StrCat(m, "LL"), "k0 + j")), ")")),
+                ", bk[j], acc[", m, "]);");
+      }
+    }
+    e.Close();
+  };
+  if (ContiguousDim(e.graph(), av) != r - 1 || (ea != 2 && ea != 4)) {
+    loop(false);
+    return;
+  }
+  std::string aligned;
+  for (int64_t m = 0; m < rows; ++m) {
+    e.Linef("const i64 a_row", m, " = ", e.Offset(av, With(batch, absl::StrCat(m, "LL"), "0LL")), ";");
+    absl::StrAppend(&aligned, m > 0 ? " && " : "", "aligned16(p.t[", as, "], a_row", m, ", ", ea, ")");
+  }
+  e.Open(absl::StrCat("if (", aligned, ")"));
+  loop(true);
+  e.Close();
+  e.Open("else");
+  loop(false);
+  e.Close();
+}
+
 absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
   // `split` warps share a column's K, their sums meeting in shared memory.
   const int64_t rows = b.tiles.m, per_block = b.tiles.n;
@@ -544,7 +619,11 @@ absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
     e.Close();
   };
   e.Open("if (n < N)");
-  if (!EmitVectorWarpDot(e, b, batch, split, scalar_loop)) scalar_loop();
+  if (b.inputs[1].quant) {
+    EmitQuantWarpDot(e, b, batch, split);
+  } else if (!EmitVectorWarpDot(e, b, batch, split, scalar_loop)) {
+    scalar_loop();
+  }
   e.Close();
   e.Linef("for (int m = 0; m < ", rows, "; ++m) acc[m] = warp_reduce<false>(acc[m]);");
   if (split > 1) {
@@ -572,6 +651,9 @@ absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
 }  // namespace
 
 absl::Status GenerateMatmul(Emitter& e, const BlockGraph& b) {
+  if (b.inputs[0].quant || (b.inputs[1].quant && b.tiles.algorithm != ugraph::MatmulAlgorithm::kWarpDot)) {
+    return absl::UnimplementedError("codegen: only the warp-dot product decodes quantized blocks (its B operand)");
+  }
   switch (b.tiles.algorithm) {
     case ugraph::MatmulAlgorithm::kSimt:
       return GenerateSimt(e, b);

@@ -1,9 +1,12 @@
-// kiln device tile library: llama.cpp's block formats decoded one value at a
-// time, bit for bit as the CPU reference (tensor/quant.cc) and gguf-py do.
-// Each dequant_<format>(row, c) reads value c of a row of whole blocks (u8,
-// contiguous, 2-byte aligned: every format's block is an even size). The
-// products and sums are __fmul_rn / __fadd_rn, so NVRTC cannot contract them
-// into a fused multiply-add, which would round once and change low bits.
+// kiln device tile library: llama.cpp's block formats decoded bit for bit
+// as the CPU reference (tensor/quant.cc) and gguf-py do. For each format:
+//   dequant_<format>_in(b, j): value j of the block at b;
+//   dequant_<format>(row, c): value c of a row of whole blocks (u8,
+//     contiguous, 2-byte aligned: every format's block is an even size);
+//   dequant8_<format>(row, k, out): values k .. k + 7 of a row, k a multiple
+//     of 8 (so one block holds them all), the block found once.
+// The products and sums are __fmul_rn / __fadd_rn, so NVRTC cannot contract
+// them into a fused multiply-add, which would round once and change low bits.
 #pragma once
 
 namespace kiln {
@@ -12,39 +15,35 @@ __device__ __forceinline__ float quant_f16_at(const unsigned char* p) {
   return f16_to_float(*reinterpret_cast<const f16_t*>(p));
 }
 
-__device__ __forceinline__ float dequant_q8_0(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 32) * 34;
-  return __fmul_rn(static_cast<float>(static_cast<signed char>(b[2 + c % 32])), quant_f16_at(b));
+__device__ __forceinline__ float dequant_q8_0_in(const unsigned char* b, int j) {
+  return __fmul_rn(static_cast<float>(static_cast<signed char>(b[2 + j])), quant_f16_at(b));
 }
 
-__device__ __forceinline__ float dequant_q4_0(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 32) * 18;
-  const int j = static_cast<int>(c % 32);
-  const int q = j < 16 ? b[2 + j] & 0x0F : b[2 + j - 16] >> 4;
-  return __fmul_rn(quant_f16_at(b), static_cast<float>(q - 8));
+// Q4_0 / Q4_1: value j < 16 is the low nibble of byte j, j >= 16 the high
+// nibble of byte j - 16.
+__device__ __forceinline__ int quant_half_nibble(const unsigned char* qs, int j) {
+  return j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4;
 }
 
-__device__ __forceinline__ float dequant_q4_1(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 32) * 20;
-  const int j = static_cast<int>(c % 32);
-  const int q = j < 16 ? b[4 + j] & 0x0F : b[4 + j - 16] >> 4;
-  return __fadd_rn(__fmul_rn(quant_f16_at(b), static_cast<float>(q)), quant_f16_at(b + 2));
+__device__ __forceinline__ float dequant_q4_0_in(const unsigned char* b, int j) {
+  return __fmul_rn(quant_f16_at(b), static_cast<float>(quant_half_nibble(b + 2, j) - 8));
+}
+
+__device__ __forceinline__ float dequant_q4_1_in(const unsigned char* b, int j) {
+  return __fadd_rn(__fmul_rn(quant_f16_at(b), static_cast<float>(quant_half_nibble(b + 4, j))), quant_f16_at(b + 2));
 }
 
 // Q5_0 / Q5_1: the fifth bit of value j is bit j of the 4 bytes at `qh`.
 __device__ __forceinline__ int quant_q5_value(const unsigned char* qh, const unsigned char* qs, int j) {
-  const int low = j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4;
-  return low | (((qh[j / 8] >> (j % 8)) & 1) << 4);
+  return quant_half_nibble(qs, j) | (((qh[j / 8] >> (j % 8)) & 1) << 4);
 }
 
-__device__ __forceinline__ float dequant_q5_0(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 32) * 22;
-  return __fmul_rn(quant_f16_at(b), static_cast<float>(quant_q5_value(b + 2, b + 6, static_cast<int>(c % 32)) - 16));
+__device__ __forceinline__ float dequant_q5_0_in(const unsigned char* b, int j) {
+  return __fmul_rn(quant_f16_at(b), static_cast<float>(quant_q5_value(b + 2, b + 6, j) - 16));
 }
 
-__device__ __forceinline__ float dequant_q5_1(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 32) * 24;
-  const float scaled = __fmul_rn(quant_f16_at(b), static_cast<float>(quant_q5_value(b + 4, b + 8, static_cast<int>(c % 32))));
+__device__ __forceinline__ float dequant_q5_1_in(const unsigned char* b, int j) {
+  const float scaled = __fmul_rn(quant_f16_at(b), static_cast<float>(quant_q5_value(b + 4, b + 8, j)));
   return __fadd_rn(scaled, quant_f16_at(b + 2));
 }
 
@@ -53,17 +52,15 @@ __device__ __forceinline__ int quant_two_bits(const unsigned char* qs, int e) {
   return (qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
 }
 
-__device__ __forceinline__ float dequant_q2_k(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 256) * 84;
-  const int e = static_cast<int>(c % 256), s = e / 16;
+__device__ __forceinline__ float dequant_q2_k_in(const unsigned char* b, int e) {
+  const int s = e / 16;
   const float dl = __fmul_rn(quant_f16_at(b + 80), static_cast<float>(b[s] & 0x0F));
   const float ml = __fmul_rn(quant_f16_at(b + 82), static_cast<float>(b[s] >> 4));
   return __fsub_rn(__fmul_rn(dl, static_cast<float>(quant_two_bits(b + 16, e))), ml);
 }
 
-__device__ __forceinline__ float dequant_q3_k(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 256) * 110;
-  const int e = static_cast<int>(c % 256), s = e / 16;
+__device__ __forceinline__ float dequant_q3_k_in(const unsigned char* b, int e) {
+  const int s = e / 16;
   const unsigned char* packed = b + 96;
   const int low = s < 8 ? packed[s] & 0x0F : packed[s - 8] >> 4;
   const int high = (packed[8 + s % 4] >> (2 * (s / 4))) & 3;
@@ -98,25 +95,41 @@ __device__ __forceinline__ float quant_scale_min_value(const unsigned char* b, i
   return __fsub_rn(__fmul_rn(ds, static_cast<float>(q)), dm);
 }
 
-__device__ __forceinline__ float dequant_q4_k(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 256) * 144;
-  const int e = static_cast<int>(c % 256);
+__device__ __forceinline__ float dequant_q4_k_in(const unsigned char* b, int e) {
   return quant_scale_min_value(b, e, quant_nibble(b + 16, e));
 }
 
-__device__ __forceinline__ float dequant_q5_k(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 256) * 176;
-  const int e = static_cast<int>(c % 256);
+__device__ __forceinline__ float dequant_q5_k_in(const unsigned char* b, int e) {
   return quant_scale_min_value(b, e, quant_nibble(b + 48, e) | (((b[16 + e % 32] >> (e / 32)) & 1) << 4));
 }
 
-__device__ __forceinline__ float dequant_q6_k(const unsigned char* row, i64 c) {
-  const unsigned char* b = row + (c / 256) * 210;
-  const int e = static_cast<int>(c % 256);
+__device__ __forceinline__ float dequant_q6_k_in(const unsigned char* b, int e) {
   const float ds = __fmul_rn(quant_f16_at(b + 208), static_cast<float>(static_cast<signed char>(b[192 + e / 16])));
   const int low = (b[(e / 128) * 64 + e % 64] >> (4 * ((e % 128) / 64))) & 0x0F;
   const int q = low | (quant_two_bits(b + 128, e) << 4);
   return __fmul_rn(ds, static_cast<float>(q - 32));
 }
+
+// The row-level forms, from each format's values and bytes per block.
+#define KILN_QUANT_ROW_DECODERS(name, values, bytes)                                                       \
+  __device__ __forceinline__ float dequant_##name(const unsigned char* row, i64 c) {                         \
+    return dequant_##name##_in(row + (c / values) * bytes, static_cast<int>(c % values));                  \
+  }                                                                                                        \
+  __device__ __forceinline__ void dequant8_##name(const unsigned char* row, i64 k, float* out) {             \
+    const unsigned char* b = row + (k / values) * bytes;                                                   \
+    const int e = static_cast<int>(k % values);                                                            \
+    _Pragma("unroll") for (int j = 0; j < 8; ++j) out[j] = dequant_##name##_in(b, e + j);                  \
+  }
+KILN_QUANT_ROW_DECODERS(q8_0, 32, 34)
+KILN_QUANT_ROW_DECODERS(q4_0, 32, 18)
+KILN_QUANT_ROW_DECODERS(q4_1, 32, 20)
+KILN_QUANT_ROW_DECODERS(q5_0, 32, 22)
+KILN_QUANT_ROW_DECODERS(q5_1, 32, 24)
+KILN_QUANT_ROW_DECODERS(q2_k, 256, 84)
+KILN_QUANT_ROW_DECODERS(q3_k, 256, 110)
+KILN_QUANT_ROW_DECODERS(q4_k, 256, 144)
+KILN_QUANT_ROW_DECODERS(q5_k, 256, 176)
+KILN_QUANT_ROW_DECODERS(q6_k, 256, 210)
+#undef KILN_QUANT_ROW_DECODERS
 
 }  // namespace kiln

@@ -37,12 +37,13 @@ TEST_P(CodegenCompile, EveryKernelCompiles) {
     absl::StatusOr<ugraph::KernelGraph> back = ugraph::FromJson(ugraph::ToJson(lowered->graph));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(ugraph::ToJson(*back), ugraph::ToJson(lowered->graph));
-    bool double_buffered = false;
+    bool double_buffered = false, decoded_in_loads = false;
     for (size_t k = 0; k < lowered->graph.kernels.size(); ++k) {
       absl::StatusOr<codegen::KernelSource> source =
           codegen::GenerateKernel(lowered->graph, static_cast<int>(k));
       ASSERT_TRUE(source.ok()) << source.status();
       double_buffered |= source->source.find("As[2][") != std::string::npos;
+      decoded_in_loads |= source->source.find("dequant8_") != std::string::npos;
       // Launched early (jit::LaunchConfig::early), it waits for the kernel
       // before it ahead of everything else.
       EXPECT_THAT(source->source, ::testing::HasSubstr("kiln_kernel(const Params p) {\n  wait_for_prior_grid();"));
@@ -56,6 +57,8 @@ TEST_P(CodegenCompile, EveryKernelCompiles) {
     // The prefill-sized half-precision cases take the pipelined kernel.
     const bool half = c.name.find("/f16/") != std::string::npos || c.name.find("/bf16/") != std::string::npos;
     EXPECT_EQ(double_buffered, pipelined && half && c.name.find("/prefill_") != std::string::npos);
+    // A decode product of quantized weights decodes their blocks as it loads them.
+    EXPECT_EQ(decoded_in_loads, c.name.find("dequantize/") == 0 && c.name.find("/decode_product") != std::string::npos);
   }
 }
 

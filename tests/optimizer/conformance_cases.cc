@@ -449,7 +449,9 @@ void AddDequantize(Builder& b) {
       b.Add(absl::StrCat("dequantize/", name, m == 1 ? "/decode_product" : "/prefill_product"),
             {In(DType::kBF16, {m, 2 * info.block_size}, -1, 1), In(DType::kU8, {17, 2 * info.block_bytes}, 0, 255)},
             [format](const std::vector<Tensor>& x) {
-              const Tensor w = dequantize(TameScales(x[1], format), format, DType::kBF16);
+              // contiguous: the blocks get a buffer, as a weight has, which the
+              // decode product decodes in its loads.
+              const Tensor w = dequantize(contiguous(TameScales(x[1], format)), format, DType::kBF16);
               return std::vector<Tensor>{matmul(x[0], transpose(w, 0, 1))};
             },
             DType::kBF16, true);

@@ -1,6 +1,7 @@
 // The uGraph IR: what the default lowering makes of common traces, the
 // validator's refusals, JSON round trips and malformed JSON.
 #include "ops/ops.h"
+#include "ops/quant.h"
 #include "optimizer/lower.h"
 #include "optimizer/ugraph.h"
 #include "optimizer/ugraph_json.h"
@@ -80,6 +81,52 @@ TEST(DefaultLowering, DecodeMatmulUsesAWarpPerColumn) {
   Tensor prefill = Leaf({64, 256}, DType::kBF16);
   EXPECT_EQ(Lower({matmul(prefill, transpose(w, 0, 1))}).kernels[0].block.tiles.algorithm,
             ugraph::MatmulAlgorithm::kTensorCore);
+}
+
+// Q8_0 blocks [rows, values / 32 * 34] with finite scales (1/64).
+Tensor Q8Blocks(int64_t rows, int64_t values) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * values / 32 * 34));
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 % 251);
+  for (size_t b = 0; b < bytes.size(); b += 34) {
+    bytes[b] = 0x00;
+    bytes[b + 1] = 0x24;  // f16 2^-6
+  }
+  return Tensor::FromHost<uint8_t>(bytes, {rows, static_cast<int64_t>(bytes.size()) / rows});
+}
+
+TEST(DefaultLowering, DecodeProductDecodesQuantizedBlocksInItsLoads) {
+  Tensor x = Leaf({1, 256}, DType::kBF16);
+  Tensor w = dequantize(Q8Blocks(300, 256), QuantFormat::kQ8_0, DType::kBF16);
+  ugraph::KernelGraph g = Lower({matmul(x, transpose(w, 0, 1)) * 2.0});
+  // One kernel, no unpacked copy of W: the product reads the blocks.
+  ASSERT_EQ(g.kernels.size(), 1u);
+  const ugraph::BlockGraph& b = g.kernels[0].block;
+  EXPECT_EQ(b.tiles.algorithm, ugraph::MatmulAlgorithm::kWarpDot);
+  ASSERT_TRUE(b.inputs[1].quant.has_value());
+  EXPECT_EQ(b.inputs[1].quant->format, QuantFormat::kQ8_0);
+  EXPECT_EQ(b.inputs[1].quant->dtype, DType::kBF16);
+  EXPECT_EQ(g.tensors[b.inputs[1].view.tensor].dtype, DType::kU8);
+  EXPECT_EQ(b.inputs[1].view.shape, (Shape{256, 300}));
+  EXPECT_THAT(ugraph::ToText(g), HasSubstr("decoded from Q8_0 to bf16"));
+  const std::string json = ugraph::ToJson(g);
+  absl::StatusOr<ugraph::KernelGraph> back = ugraph::FromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ugraph::ToJson(*back), json);
+}
+
+TEST(DefaultLowering, QuantizedBlocksOtherProductsCannotDecodeGetABuffer) {
+  Tensor w = dequantize(Q8Blocks(64, 256), QuantFormat::kQ8_0, DType::kBF16);
+  // A prefill product (tensor cores), B read along its rows, and a weight
+  // also read outside a product: each dequantizes W to a buffer first.
+  for (const Tensor& y : {matmul(Leaf({64, 256}, DType::kBF16), transpose(w, 0, 1)),
+                          matmul(Leaf({1, 64}, DType::kBF16), w),
+                          matmul(Leaf({1, 256}, DType::kBF16), transpose(w, 0, 1)) + sum(w)}) {
+    ugraph::KernelGraph g = Lower({y});
+    ASSERT_GE(g.kernels.size(), 2u);
+    for (const ugraph::Kernel& k : g.kernels) {
+      for (const ugraph::InputIterator& in : k.block.inputs) EXPECT_FALSE(in.quant.has_value());
+    }
+  }
 }
 
 TEST(UGraphPrinting, TextAndDotNameKernelsAndTensors) {
@@ -181,6 +228,22 @@ TEST_F(UGraphValidate, RejectsMoreSharedMemoryThanTheDevice) {
 TEST_F(UGraphValidate, RejectsAViewOfAnotherShape) {
   block().inputs[0].view.shape = Shape{3, 3};
   ExpectInvalid("view shape mismatch");
+}
+
+TEST_F(UGraphValidate, RejectsAQuantizedReadOfAFloatTensor) {
+  block().inputs[0].quant = ugraph::QuantRead{QuantFormat::kQ8_0, DType::kF32};
+  ExpectInvalid("u8 rows of blocks");
+}
+
+TEST(UGraphValidateQuant, RejectsDecodedRowsThatAreNotTheBlocks) {
+  Tensor w = dequantize(Q8Blocks(8, 64), QuantFormat::kQ8_0, DType::kBF16);
+  ugraph::KernelGraph g = Lower({matmul(Leaf({1, 64}, DType::kBF16), transpose(w, 0, 1))});
+  ASSERT_EQ(g.kernels.size(), 1u);
+  ugraph::InputIterator& in = g.kernels[0].block.inputs[1];
+  in.quant->format = QuantFormat::kQ4_0;  // 64 Q4_0 values take 36 bytes, not the row's 68
+  absl::Status s = ugraph::Validate(g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("bytes of Q4_0 blocks"));
 }
 
 TEST_F(UGraphValidate, RejectsAMissingLoadInput) {
