@@ -15,21 +15,26 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/str_cat.h"
 #include "examples/bench_steps.h"
 #include "examples/commands.h"
 #include "examples/flags.h"
 #include "jit/cuda_types.h"
 #include "models/decode_step.h"
 #include "models/llama.h"
+#include "models/quantize_weights.h"
 #include "models/random_weights.h"
 #include "nlohmann/json.hpp"
 #include "optimizer/cuda_executor.h"
 #include "optimizer/search_trace.h"
+#include "tensor/quant.h"
 
 ABSL_FLAG(std::string, shape, "1b", "bench decode: the model shape: 1b, 8b or qwen3-8b");
 ABSL_FLAG(std::string, json, "", "bench decode: also write the results to this JSON file");
 ABSL_FLAG(int, prefill, 0, "bench decode: also time a prefill of this many tokens (0: none)");
 ABSL_FLAG(int, kernels, 0, "bench decode: also time each kernel of a step and print the N slowest kinds");
+ABSL_FLAG(std::string, quant, "",
+          "bench decode: quantize the projections and the classifier at load (q8_0 or q4_0), kept packed");
 
 namespace kiln::cli {
 namespace {
@@ -76,14 +81,17 @@ absl::StatusOr<double> CopyBandwidth(jit::CudaContext& context) {
 // What one decode step must read: every weight but the embedding table
 // (one row of it is read) and the KV cache up to `context`, as the peers
 // count it.
-double StepBytes(const models::LlamaConfig& c, int64_t context) {
+// The bytes a step reads: the weights (the matrices in `quant`'s blocks
+// where set) and the KV cache, bf16.
+double StepBytes(const models::LlamaConfig& c, int64_t context, std::optional<QuantFormat> quant) {
   const double e = 2;  // bf16
+  const double matrix = quant ? static_cast<double>(QuantInfo(*quant).block_bytes) / QuantInfo(*quant).block_size : e;
   const double dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim;
-  double layer = dim * q * 2 + dim * kv * 2 + dim * hidden * 3 + dim * 2;
-  if (c.qk_norm) layer += 2.0 * c.head_dim();
-  const double weights = c.n_layers * layer + c.vocab_size * dim + dim;
-  const double cache = 2.0 * c.n_layers * kv * context;
-  return e * (weights + cache);
+  double layer = matrix * (dim * q * 2 + dim * kv * 2 + dim * hidden * 3) + e * dim * 2;
+  if (c.qk_norm) layer += e * 2.0 * c.head_dim();
+  const double weights = c.n_layers * layer + matrix * c.vocab_size * dim + e * dim;
+  const double cache = e * 2.0 * c.n_layers * kv * context;
+  return weights + cache;
 }
 
 // The `rows` kinds of kernel that took the most GPU time over `runs` runs of
@@ -127,10 +135,31 @@ int BenchDecode() {
   if (!config.ok()) return Fail(config.status());
   absl::StatusOr<double> bandwidth = CopyBandwidth(gpu->context());
   if (!bandwidth.ok()) return Fail(bandwidth.status());
+  std::optional<QuantFormat> quant;
+  if (const std::string name = absl::GetFlag(FLAGS_quant); !name.empty()) {
+    quant = ParseQuantFormat(name);
+    if (!quant || !CanQuantize(*quant)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--quant is q8_0 or q4_0, got '", name, "'")));
+    }
+  }
   absl::StatusOr<models::LlamaWeights> weights = models::RandomLlamaWeights(*config, 7, Device::Cuda());
   if (!weights.ok()) return Fail(weights.status());
+  if (quant) {
+    // Quantized on the host (each matrix read back), then moved back packed.
+    const auto start = std::chrono::steady_clock::now();
+    if (absl::Status s = models::QuantizeLinearWeights(*weights, config->tied_embeddings, *quant); !s.ok()) {
+      return Fail(s);
+    }
+    std::printf("  quantized to %s on the host in %.1f s\n", std::string(QuantName(*quant)).c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   absl::StatusOr<models::LlamaModel> model = models::LlamaModel::Create(*config, *weights);
   if (!model.ok()) return Fail(model.status());
+  if (quant) {  // the blocks are on the host; the rest on the GPU (To moves both)
+    absl::StatusOr<models::LlamaModel> moved = model->To(Device::Cuda());
+    if (!moved.ok()) return Fail(moved.status());
+    *model = *std::move(moved);
+  }
   absl::StatusOr<models::KvCache> cache = model->NewCache(Device::Cuda());
   if (!cache.ok()) return Fail(cache.status());
 
@@ -227,13 +256,13 @@ int BenchDecode() {
   }
   const double ms = Median(wall) * 1e3;
   const double gpu_ms = stats.gpu_seconds / profiled * 1e3;
-  const double bytes = StepBytes(*config, context);
+  const double bytes = StepBytes(*config, context, quant);
   const double floor_ms = bytes / *bandwidth * 1e3;
   const double launches = static_cast<double>(stats.launches) / profiled;
   const double node_updates = static_cast<double>(stats.graph_node_updates) / profiled;
-  std::printf("kiln bench decode: %s shape (%d layers, dim %d, vocab %d, bf16), context %d, "
+  std::printf("kiln bench decode: %s shape (%d layers, dim %d, vocab %d, bf16%s), context %d, "
               "%s, %s\n", shape.c_str(), config->n_layers, config->dim, config->vocab_size,
-              context, search ? "superoptimizer on" : "default lowering",
+              quant ? absl::StrCat(", matrices ", QuantName(*quant)).c_str() : "", context, search ? "superoptimizer on" : "default lowering",
               gpu->context().info().ToString().c_str());
   if (head.kind == models::StepHead::Kind::kSampled) {
     std::printf("  the token drawn on the GPU at temperature %g, top-p %g\n", sampling.temperature, sampling.top_p);
@@ -270,6 +299,7 @@ int BenchDecode() {
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     const nlohmann::json row = {
         {"shape", shape},       {"context", context},         {"steps", steps},
+        {"quant", quant ? std::string(QuantName(*quant)) : std::string()},
         {"ms_per_token", ms},   {"gpu_ms", gpu_ms},           {"host_ms", ms - gpu_ms},
         {"launches", launches}, {"floor_ms", floor_ms},       {"bytes_GB", bytes / 1e9},
         {"copy_TBps", *bandwidth / 1e12}, {"first_step_ms", *first * 1e3},

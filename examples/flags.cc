@@ -16,6 +16,9 @@ ABSL_FLAG(std::string, tokenizer, "",
           "model's own)");
 ABSL_FLAG(std::string, dtype, "",
           "f32, f16 or bf16: the weights' dtype (default: as stored; f32 for quantized GGUF)");
+ABSL_FLAG(std::string, quantize, "",
+          "q8_0 or q4_0: quantize the projections and the classifier at load, kept packed (a GGUF's "
+          "quantized matrices are kept packed as stored)");
 ABSL_FLAG(int, context, 4096,
           "the longest context (KV cache positions), capped at the model's; 0 = the model's");
 ABSL_FLAG(bool, chat, false, "generate: render --prompt as a user turn of the chat template");

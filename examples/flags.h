@@ -12,6 +12,7 @@ ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(std::string, tokenizer);
 ABSL_DECLARE_FLAG(std::string, dtype);
 ABSL_DECLARE_FLAG(int, context);
+ABSL_DECLARE_FLAG(std::string, quantize);
 ABSL_DECLARE_FLAG(bool, chat);
 ABSL_DECLARE_FLAG(std::string, system);
 ABSL_DECLARE_FLAG(int, max_tokens);

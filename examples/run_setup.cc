@@ -5,6 +5,7 @@
 
 #include "absl/flags/flag.h"
 #include "examples/flags.h"
+#include "tensor/quant.h"
 
 namespace kiln::cli {
 
@@ -23,6 +24,14 @@ std::optional<LoadedRun> LoadRun(const char* command, int* exit_code) {
     if (!options.dtype || !IsFloating(*options.dtype)) {
       std::fprintf(stderr, "%s: --dtype must be f32, f16 or bf16, got '%s'\n", command,
                    dtype.c_str());
+      *exit_code = 2;
+      return std::nullopt;
+    }
+  }
+  if (const std::string quantize = absl::GetFlag(FLAGS_quantize); !quantize.empty()) {
+    options.quantize = ParseQuantFormat(quantize);
+    if (!options.quantize || !CanQuantize(*options.quantize)) {
+      std::fprintf(stderr, "%s: --quantize must be q8_0 or q4_0, got '%s'\n", command, quantize.c_str());
       *exit_code = 2;
       return std::nullopt;
     }

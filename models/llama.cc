@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops/ops.h"
+#include "ops/quant.h"
 
 namespace kiln::models {
 namespace {
@@ -16,6 +17,21 @@ absl::Status CheckWeight(absl::string_view name, const Tensor& t, const Shape& s
                                                    DTypeName(dtype), shape.ToString()));
   }
   return absl::OkStatus();
+}
+
+// Whether every layer's wq, wk and wv can be one matrix: all unpacked, or
+// all packed in one format and dtype (their blocks' rows then concatenate).
+bool MergeableQkv(const std::vector<LlamaLayerWeights>& layers) {
+  if (layers.empty()) return false;
+  const std::optional<PackedWeight> first = AsPackedWeight(layers[0].wq);
+  for (const LlamaLayerWeights& l : layers) {
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv}) {
+      const std::optional<PackedWeight> p = AsPackedWeight(*t);
+      if (p.has_value() != first.has_value()) return false;
+      if (p && (p->format != first->format || p->dtype != first->dtype)) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -79,18 +95,36 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
     }
   }
   std::vector<Tensor> qkv_t;
-  if (merge_qkv) {
+  if (merge_qkv && MergeableQkv(weights.layers)) {
+    // Packed weights merge their blocks (rows stay whole) and stay packed.
+    const bool packed = AsPackedWeight(weights.layers[0].wq).has_value();
+    const auto blocks = [&](const Tensor& t) { return packed ? AsPackedWeight(t)->blocks : t; };
     std::vector<Tensor> merged;
-    for (LlamaLayerWeights& l : weights.layers) merged.push_back(contiguous(concat({l.wq, l.wk, l.wv}, 0)));
+    for (LlamaLayerWeights& l : weights.layers) {
+      merged.push_back(contiguous(concat({blocks(l.wq), blocks(l.wk), blocks(l.wv)}, 0)));
+    }
     if (absl::Status s = RealizeAll(merged); !s.ok()) return s;
     std::vector<Tensor> parts;
     for (size_t i = 0; i < merged.size(); ++i) {
       LlamaLayerWeights& l = weights.layers[i];
-      l.wq = slice(merged[i], 0, 0, qd);
-      l.wk = slice(merged[i], 0, qd, qd + kv);
-      l.wv = slice(merged[i], 0, qd + kv, qd + 2 * kv);
-      qkv_t.push_back(transpose(merged[i], 0, 1));
-      parts.insert(parts.end(), {l.wq, l.wk, l.wv, qkv_t.back()});
+      const std::optional<PackedWeight> format = AsPackedWeight(l.wq);
+      const auto rows = [&](int64_t from, int64_t to) {
+        const Tensor part = slice(merged[i], 0, from, to);
+        parts.push_back(part);
+        return part;
+      };
+      const auto weight = [&](const Tensor& rows) {
+        return format ? Unpack({rows, format->format, format->dtype}) : rows;
+      };
+      l.wq = weight(rows(0, qd));
+      l.wk = weight(rows(qd, qd + kv));
+      l.wv = weight(rows(qd + kv, qd + 2 * kv));
+      if (format) {
+        qkv_t.push_back(transpose(weight(merged[i]), 0, 1));
+      } else {
+        qkv_t.push_back(transpose(merged[i], 0, 1));
+        parts.push_back(qkv_t.back());
+      }
     }
     if (absl::Status s = RealizeAll(parts); !s.ok()) return s;
   }
@@ -98,8 +132,10 @@ absl::StatusOr<LlamaModel> LlamaModel::Create(LlamaConfig config, LlamaWeights w
   std::vector<Tensor> views;
   const auto transpose_in_place = [&](Tensor& t) {
     if (!t.defined()) return;
+    const bool packed = AsPackedWeight(t).has_value();
     t = transpose(t, 0, 1);
-    views.push_back(t);
+    // A packed weight's transpose stays a view of its decoded values.
+    if (!packed) views.push_back(t);
   };
   transpose_in_place(transposed.classifier);
   for (LlamaLayerWeights& l : transposed.layers) {
@@ -130,6 +166,12 @@ absl::StatusOr<LlamaModel> LlamaModel::To(Device device) const {
   std::vector<Tensor> all;
   const auto move = [&](Tensor& t) {
     if (!t.defined()) return;
+    if (std::optional<PackedWeight> packed = AsPackedWeight(t)) {
+      packed->blocks = to(packed->blocks, device);
+      all.push_back(packed->blocks);
+      t = Unpack(*packed);
+      return;
+    }
     t = to(t, device);
     all.push_back(t);
   };
@@ -215,7 +257,13 @@ Tensor LlamaModel::Forward(const Tensor& tokens, const Dim& start, KvCache& cach
 }
 
 Tensor LlamaModel::Embed(const Tensor& tokens) const {
-  return index_select(weights_.embedding, 0, to(tokens, device()));
+  const Tensor ids = to(tokens, device());
+  // A packed table: the tokens' rows of blocks, then those decoded.
+  if (std::optional<PackedWeight> packed = AsPackedWeight(weights_.embedding)) {
+    packed->blocks = index_select(packed->blocks, 0, ids);
+    return Unpack(*packed);
+  }
+  return index_select(weights_.embedding, 0, ids);
 }
 
 RopeTables LlamaModel::StepRope(const Dim& seq, const Dim& start) const {

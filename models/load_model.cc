@@ -18,7 +18,9 @@
 #include "models/text/llama2c_tokenizer.h"
 #include "models/text/sentencepiece_tokenizer.h"
 #include "nlohmann/json.hpp"
+#include "models/quantize_weights.h"
 #include "ops/ops.h"
+#include "ops/quant.h"
 
 namespace kiln::models {
 namespace {
@@ -65,6 +67,12 @@ absl::Status CastWeights(LoadedModel& m, DType dtype) {
   std::vector<Tensor> all;
   const auto convert = [&](Tensor& t) {
     if (!t.defined()) return;
+    // Packed weights stay packed; their values decode to the new dtype.
+    if (std::optional<PackedWeight> packed = AsPackedWeight(t)) {
+      packed->dtype = dtype;
+      t = Unpack(*packed);
+      return;
+    }
     t = contiguous(cast(t, dtype));
     all.push_back(t);
   };
@@ -292,6 +300,7 @@ absl::StatusOr<LoadedModel> LoadCheckpoint(const std::string& path, const LoadOp
       if (!file.ok()) return file.status();
       GgufLoadOptions gguf;
       gguf.dtype = dtype.value_or(GgufNativeDType(*file));
+      gguf.keep_packed = options.keep_packed;
       loaded = LoadGgufModel(*file, gguf);
       dtype.reset();  // already in it
       break;
@@ -303,6 +312,12 @@ absl::StatusOr<LoadedModel> LoadCheckpoint(const std::string& path, const LoadOp
   if (!loaded.ok()) return loaded.status();
   if (dtype) {
     if (absl::Status s = CastWeights(*loaded, *dtype); !s.ok()) return s;
+  }
+  if (options.quantize) {
+    if (absl::Status s = QuantizeLinearWeights(loaded->weights, loaded->config.tied_embeddings, *options.quantize);
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+    }
   }
   if (options.max_context > 0) {
     loaded->config.max_seq_len = std::min(loaded->config.max_seq_len, options.max_context);

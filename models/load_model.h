@@ -13,6 +13,7 @@
 #include "models/llama.h"
 #include "models/loaded_model.h"
 #include "models/text/tokenizer.h"
+#include "tensor/quant.h"
 
 namespace kiln::models {
 
@@ -29,6 +30,13 @@ struct LoadOptions {
   // model's own, capped at this. 0 takes the model's whole context, which
   // for Llama 3 (131072 positions) is gigabytes of cache.
   int max_context = 4096;
+  // GGUF matrices stored in a block format kiln decodes (tensor/quant.h:
+  // Q8_0, Q4_0, Q4_K, Q6_K, ...) stay packed as the file stores them,
+  // decoded where products read them; false decodes them at load.
+  bool keep_packed = true;
+  // Quantizes the projection matrices and the classifier at load (Q8_0 or
+  // Q4_0; see quantize_weights.h). Packed GGUF matrices stay as they are.
+  std::optional<QuantFormat> quantize;
 };
 
 // A directory is a Hugging Face checkpoint (config.json + .safetensors); a

@@ -79,4 +79,26 @@ absl::StatusOr<Tensor> QuantizeOnHost(absl::Span<const float> values, absl::Span
   return Tensor::FromVector(std::move(bytes), packed_sizes);
 }
 
+std::optional<PackedWeight> AsPackedWeight(const Tensor& weight) {
+  if (!weight.ok() || weight.is_realized()) return std::nullopt;
+  const Node* n = weight.node().get();
+  if (n->op != OpKind::kDequantize || !n->inputs[0]->is_realized()) return std::nullopt;
+  return PackedWeight{Tensor(n->inputs[0]), std::get<QuantAttrs>(n->attrs).format, n->dtype};
+}
+
+Tensor Unpack(const PackedWeight& weight) { return dequantize(weight.blocks, weight.format, weight.dtype); }
+
+absl::StatusOr<Tensor> QuantizeWeight(const Tensor& weight, QuantFormat format) {
+  if (!weight.ok()) return weight.status();
+  if (!weight.shape().is_concrete()) {
+    return absl::InvalidArgumentError(absl::StrCat("quantizing ", weight.ToString(), ": sizes must be concrete"));
+  }
+  absl::StatusOr<std::vector<float>> values = weight.to_host<float>();
+  if (!values.ok()) return values.status();
+  const Extents sizes = weight.shape().extents();
+  absl::StatusOr<Tensor> blocks = QuantizeOnHost(*values, sizes, format);
+  if (!blocks.ok()) return blocks.status();
+  return Unpack({*blocks, format, weight.dtype()});
+}
+
 }  // namespace kiln

@@ -3,6 +3,8 @@
 #ifndef KILN_OPS_QUANT_H_
 #define KILN_OPS_QUANT_H_
 
+#include <optional>
+
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "tensor/quant.h"
@@ -24,6 +26,27 @@ Tensor dequantize(const Tensor& packed, QuantFormat format, DType dtype = DType:
 // Unimplemented for formats kiln does not encode.
 absl::StatusOr<Tensor> QuantizeOnHost(absl::Span<const float> values, absl::Span<const int64_t> sizes,
                                       QuantFormat format);
+
+// A weight kept packed: dequantize(blocks, format, dtype) of realized
+// blocks, itself never realized (that would store it unpacked). Models hold
+// quantized weights so; each trace that reads one decodes the blocks where
+// it reads them, inside the products' loads.
+struct PackedWeight {
+  Tensor blocks;  // u8 [..., rows, bytes], realized
+  QuantFormat format = QuantFormat::kQ8_0;
+  DType dtype = DType::kF32;  // of the decoded values
+};
+
+// The blocks under `weight` where it is such a dequantize; nullopt for any
+// other tensor.
+std::optional<PackedWeight> AsPackedWeight(const Tensor& weight);
+// The weight the blocks decode to: dequantize(blocks, format, dtype).
+Tensor Unpack(const PackedWeight& weight);
+
+// `weight` (realized, rows whole blocks of `format`) quantized to `format`
+// (Q8_0 or Q4_0) on the host, as a packed weight of its dtype; the blocks
+// are host tensors (move them with to()). Errors as QuantizeOnHost's.
+absl::StatusOr<Tensor> QuantizeWeight(const Tensor& weight, QuantFormat format);
 
 }  // namespace kiln
 

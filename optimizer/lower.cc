@@ -76,22 +76,6 @@ Chain Broadcast(const Shape& from, const Shape& to, const Chain& chain) {
   return Prepend(std::move(step), chain);
 }
 
-// Whether a product's B operand [..., K, N], viewed from [..., rows,
-// values], reads along K the values of one row: its steps only permute,
-// taking K from the last axis and N from the one before.
-bool ReadsRowsAlongK(const View& v) {
-  const int r = v.source_shape.rank();
-  std::vector<int> from(r);
-  for (int a = 0; a < r; ++a) from[a] = a;
-  for (const ViewStep& step : v.steps) {
-    if (step.kind != ViewStep::Kind::kPermute) return false;
-    std::vector<int> next(r);
-    for (int a = 0; a < r; ++a) next[a] = from[step.perm[a]];
-    from = std::move(next);
-  }
-  return r >= 2 && from[r - 2] == r - 1 && from[r - 1] == r - 2;
-}
-
 std::string ChainKey(const Chain& chain) {
   ugraph::View v;
   v.steps = chain;
@@ -452,12 +436,9 @@ class Lowering {
     const int ia = Iterator(a, Broadcast(a->shape, a_shape, {}));
     const int ib = Iterator(b, Broadcast(b->shape, b_shape, {}));
     KILN_CHECK(ia == 0 && ib == 1, "matmul operands must be the first two inputs");
-    // Decoded blocks: the warp-dot product reads them along K, a row's
-    // values in order; any other product gets them dequantized to a buffer.
-    if (block_.inputs[ib].quant &&
-        (block_.tiles.algorithm != MatmulAlgorithm::kWarpDot || !ReadsRowsAlongK(block_.inputs[ib].view))) {
-      throw FusionError{ThroughViews(b)};
-    }
+    // Decoded blocks: a product that cannot decode them in its loads gets
+    // them dequantized to a buffer instead.
+    if (block_.inputs[ib].quant && !ugraph::DecodesQuantizedB(block_)) throw FusionError{ThroughViews(b)};
     block_.inputs[0].imap = {-1, r - 2, r > 2 ? 0 : -1};
     block_.inputs[0].fmap = r - 1;
     block_.inputs[1].imap = {r - 1, -1, r > 2 ? 0 : -1};

@@ -31,8 +31,12 @@ int Anchors(const search::Region& region) {
 // A region input the lowering can read: a buffer, or a view of one (a value
 // computed outside the region gets a buffer under its views; one the
 // partition recomputes where it is read, such as a source, has none).
+// A dequantized weight is not: the search has no algebra for dequantize
+// yet, so a region taking one as an input would store the weight unpacked
+// each run, where the default lowering decodes it inside its products.
 bool Readable(const Node* in, const absl::flat_hash_set<const Node*>& inside) {
   const Node* base = lowering::ThroughViews(in);
+  if (!base->is_realized() && base->op == OpKind::kDequantize) return false;
   return base->is_realized() || (!lowering::RecomputedWhereRead(base) && !inside.contains(base));
 }
 

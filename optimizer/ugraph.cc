@@ -119,6 +119,32 @@ int64_t NominalTiles(const LaunchDim& d) {
   return d.extent.rank() == 0 ? 1 : (d.extent[0].max_value() + d.tile - 1) / d.tile;
 }
 
+bool ReadsRowsAlongK(const View& v) {
+  const int r = v.source_shape.rank();
+  std::vector<int> from(r);
+  for (int a = 0; a < r; ++a) from[a] = a;
+  for (const ViewStep& step : v.steps) {
+    if (step.kind != ViewStep::Kind::kPermute) return false;
+    std::vector<int> next(r);
+    for (int a = 0; a < r; ++a) next[a] = from[step.perm[a]];
+    from = std::move(next);
+  }
+  return r >= 2 && from[r - 2] == r - 1 && from[r - 1] == r - 2;
+}
+
+bool DecodesQuantizedB(const BlockGraph& b) {
+  if (b.kind != BlockKind::kMatmul || b.inputs.size() < 2) return false;
+  switch (b.tiles.algorithm) {
+    case MatmulAlgorithm::kSimt:
+      return true;
+    case MatmulAlgorithm::kTensorCore:
+      return b.threads == 128;
+    case MatmulAlgorithm::kWarpDot:
+      return ReadsRowsAlongK(b.inputs[1].view);
+  }
+  return false;
+}
+
 int64_t LaunchedBlocks(const BlockGraph& b) {
   int64_t blocks = b.loop_split;
   for (const LaunchDim& d : b.grid) blocks *= NominalTiles(d);

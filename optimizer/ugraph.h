@@ -327,6 +327,18 @@ int64_t NominalTiles(const LaunchDim& d);
 // loop's blocks.
 int64_t LaunchedBlocks(const BlockGraph& b);
 
+// Whether a product's B operand [..., K, N], viewed from [..., rows,
+// values], reads along K the values of one row: its steps only permute,
+// taking K from the last axis and N from the one before.
+bool ReadsRowsAlongK(const View& v);
+
+// Whether matmul block `b` can decode a quantized B operand (QuantRead) in
+// its loads: the SIMT and the 128-thread tensor-core products decode each
+// element they load (through any view); the warp-dot product eight values
+// of a row at a time, so B must read rows along K; the pipelined
+// (256-thread) tensor-core product does not decode.
+bool DecodesQuantizedB(const BlockGraph& b);
+
 // The multiprocessors the cost model and the code generator plan for (an
 // H100 SXM's and an H200's): how many blocks run at once, and whether an SM
 // ever holds more than one of a grid's blocks.

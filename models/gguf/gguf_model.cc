@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "models/status_macros.h"
+#include "ops/quant.h"
 #include "tensor/storage.h"
 #include "tensor/tensor.h"
 
@@ -286,8 +287,9 @@ void StoreFloats(const float* in, size_t count, DType dtype, void* out) {
 // were taken so that the rest can be reported.
 class WeightReader {
  public:
-  WeightReader(const GgufFile& f, const LlamaConfig& c, DType dtype)
-      : f_(f), implied_by_(absl::StrCat("the metadata (", c.ToString(), ")")), dtype_(dtype) {}
+  WeightReader(const GgufFile& f, const LlamaConfig& c, DType dtype, bool keep_packed)
+      : f_(f), implied_by_(absl::StrCat("the metadata (", c.ToString(), ")")), dtype_(dtype),
+        keep_packed_(keep_packed) {}
 
   // `shape` is kiln's ([out, in] for matrices); `heads` > 0 undoes the llama
   // row permutation of a projection with that many heads.
@@ -297,6 +299,9 @@ class WeightReader {
     KILN_ASSIGN(t, FindShaped(f_, name, shape, implied_by_));
     taken_.insert(name);
     const absl::Span<const uint8_t> bytes = f_.TensorData(*t);
+    if (const std::optional<QuantFormat> format = QuantFormatOf(t->type); keep_packed_ && format && shape.size() == 2) {
+      return Packed(name, *t, shape[0], heads, *format);
+    }
     const std::optional<DType> stored = StoredDType(t->type);
     if (stored == dtype_ && heads == 0) {
       const bool aligned = reinterpret_cast<uintptr_t>(bytes.data()) % DTypeSize(dtype_) == 0;
@@ -330,6 +335,27 @@ class WeightReader {
     if (t.ok()) return t;
     return absl::InvalidArgumentError(
         absl::StrCat(f_.path(), ": tensor '", name, "': ", t.status().message()));
+  }
+
+  // The blocks of matrix t [rows, ...] as a packed weight: the file's bytes
+  // in place, or with `heads`, rows copied in Hugging Face's order.
+  absl::StatusOr<Tensor> Packed(const std::string& name, const GgufTensorInfo& t, int64_t rows, int heads,
+                                QuantFormat format) const {
+    const absl::Span<const uint8_t> bytes = f_.TensorData(t);
+    const int64_t row_bytes = static_cast<int64_t>(bytes.size()) / rows;
+    Tensor blocks;
+    if (heads == 0) {
+      blocks = Tensor::WrapHost(DType::kU8, {rows, row_bytes}, bytes.data(), bytes.size(), f_.owner(),
+                                /*writable=*/false);
+    } else {
+      std::vector<uint8_t> permuted(bytes.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(permuted.data() + r * row_bytes, bytes.data() + PermutedSourceRow(r, rows, heads) * row_bytes,
+                    static_cast<size_t>(row_bytes));
+      }
+      blocks = Tensor::FromVector(std::move(permuted), {rows, row_bytes});
+    }
+    return Named(name, Unpack({blocks, format, dtype_}));
   }
 
   absl::Status ConvertVector(const GgufTensorInfo& t, int heads, uint8_t* out) const {
@@ -372,6 +398,7 @@ class WeightReader {
   const GgufFile& f_;
   std::string implied_by_;
   DType dtype_;
+  bool keep_packed_;
   std::set<std::string> taken_;
 };
 
@@ -439,7 +466,7 @@ absl::StatusOr<LoadedModel> LoadGgufModel(const GgufFile& f, const GgufLoadOptio
   const int q_heads = arch->permuted_qk ? c.n_heads : 0;
   const int k_heads = arch->permuted_qk ? c.n_kv_heads : 0;
 
-  WeightReader r(f, c, c.dtype);
+  WeightReader r(f, c, c.dtype, options.keep_packed);
   if (c.rope_scaling.type == RopeScaling::Type::kFactors) r.MarkTaken("rope_freqs.weight");
   const int64_t dim = c.dim, hidden = c.hidden_dim, kv = c.kv_dim(), vocab = c.vocab_size;
   const int64_t head = c.head_dim(), qd = c.q_dim();

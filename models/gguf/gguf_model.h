@@ -31,6 +31,11 @@ struct GgufLoadOptions {
   // 0: the file's context_length; otherwise the smaller of the two (the KV
   // cache is sized by it).
   int max_seq_len = 0;
+  // Matrices stored in a block format of tensor/quant.h stay packed: each
+  // is dequantize(blocks, format, dtype) (ops/quant.h, PackedWeight) over
+  // the file's bytes (copied only where attn_q / attn_k rows are
+  // permuted back), decoded where products read them.
+  bool keep_packed = false;
 };
 
 // The architectures kiln reads, for messages: "llama, qwen2, qwen3".

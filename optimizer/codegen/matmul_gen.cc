@@ -134,15 +134,29 @@ void FragmentEpilogue(Emitter& e, const BlockGraph& b, const Operands& o, int64_
   e.Close();
 }
 
+// The value of a quantized read (ugraph::QuantRead) at `coords` of its view:
+// value c[-1] of row c[:-1] of the blocks, decoded in f32.
+std::string DecodedValue(Emitter& e, const ugraph::View& view, const ugraph::QuantRead& quant,
+                         const std::vector<std::string>& coords) {
+  std::vector<std::string> c = e.Invert(view, coords);
+  const std::string col = c.back();
+  c.back() = "0LL";
+  return absl::StrCat("dequant_", absl::AsciiStrToLower(QuantName(quant.format)),
+                      "(reinterpret_cast<const unsigned char*>(p.t[", e.Slot(view.tensor), "]) + ",
+                      e.TensorOffset(view.tensor, c), ", ", col, ")");
+}
+
 // Loads one operand tile into shared memory: element (x, y) of the tile,
 // x over `rows` and y over `cols`, goes to `store(x, y, value)`. `fast_y`
 // chooses which index varies fastest across threads (the one adjacent in
-// memory, for coalescing).
+// memory, for coalescing). Values are `loader(pointer, offset)`; those of a
+// quantized read are `from_decoded(its decoded f32 value)`.
 void LoadTile(Emitter& e, const BlockGraph& b, const Operands& o, int input, int64_t rows,
               int64_t cols, bool fast_y, const std::string& row0, const std::string& col0,
               const std::string& row_limit, const std::string& col_limit, bool a_operand,
               const std::string& value_type, const std::string& loader,
-              const std::function<std::string(const std::string&, const std::string&)>& store) {
+              const std::function<std::string(const std::string&, const std::string&)>& store,
+              const std::function<std::string(const std::string&)>& from_decoded) {
   const ugraph::View& view = b.inputs[input].view;
   e.Open(absl::StrCat("for (int idx = threadIdx.x; idx < ", rows * cols, "; idx += ", b.threads, ")"));
   if (fast_y) {
@@ -155,7 +169,11 @@ void LoadTile(Emitter& e, const BlockGraph& b, const Operands& o, int input, int
   e.Open(absl::StrCat("if (gx < ", row_limit, " && gy < ", col_limit, ")"));
   // A is [.., M, K] read at (gx = m, gy = k); B is [.., K, N] read at (gy = k, gx = n).
   const std::vector<std::string> coords = a_operand ? With(o.batch, "gx", "gy") : With(o.batch, "gy", "gx");
-  e.Linef("value = ", loader, "(p.t[", e.Slot(view.tensor), "], ", e.Offset(view, coords), ");");
+  if (const std::optional<ugraph::QuantRead>& quant = b.inputs[input].quant) {
+    e.Linef("value = ", from_decoded(DecodedValue(e, view, *quant, coords)), ";");
+  } else {
+    e.Linef("value = ", loader, "(p.t[", e.Slot(view.tensor), "], ", e.Offset(view, coords), ");");
+  }
   e.Close();
   e.Line(store("x", "y"));
   e.Close();
@@ -183,15 +201,20 @@ absl::Status GenerateSimt(Emitter& e, const BlockGraph& b) {
   const auto loader = [&](const ugraph::View& view) {
     return absl::StrCat("load_", DTypeSuffix(e.graph().tensors[view.tensor].dtype));
   };
+  // Decoded values rounded as the dequantize op rounds them.
+  const auto from_decoded = [&](const std::string& v) {
+    const DType decoded = b.inputs[1].quant ? b.inputs[1].quant->dtype : DType::kF32;
+    return decoded == DType::kF32 ? v : absl::StrCat("round_", DTypeSuffix(decoded), "(", v, ")");
+  };
   // A tile: x = m, y = k. B tile: x = n, y = k.
   LoadTile(e, b, o, 0, bm, bk, ContiguousDim(e.graph(), av) != r - 2, "m0", "k0", "M", "K", true, ct,
            loader(av), [](const std::string& x, const std::string& y) {
              return absl::StrCat("As[", y, "][", x, "] = value;");
-           });
+           }, from_decoded);
   LoadTile(e, b, o, 1, bn, bk, ContiguousDim(e.graph(), bv) == r - 2, "n0", "k0", "N", "K", false, ct,
            loader(bv), [](const std::string& x, const std::string& y) {
              return absl::StrCat("Bs[", y, "][", x, "] = value;");
-           });
+           }, from_decoded);
   e.Line("__syncthreads();");
   e.Open(absl::StrCat("for (int kk = 0; kk < ", bk, "; ++kk)"));
   e.Linef(ct, " a[", tm, "], bv[", tn, "];");
@@ -246,14 +269,19 @@ absl::Status GenerateMma(Emitter& e, const BlockGraph& b) {
     if (stored == in_dtype) return std::string("load_raw16");
     return std::string(in_dtype == DType::kF16 ? "load_f32_as_f16" : "load_f32_as_bf16");
   };
+  // Decoded values go to the tensor cores' dtype in one rounding: the
+  // dequantize op's, when it decodes to that dtype (matmul operands match).
+  const auto from_decoded = [&](const std::string& v) {
+    return absl::StrCat(in_dtype == DType::kF16 ? "float_to_f16(" : "float_to_bf16(", v, ")");
+  };
   LoadTile(e, b, o, 0, bm, bk, ContiguousDim(e.graph(), av) != r - 2, "m0", "k0", "M", "K", true,
            "unsigned short", loader(av), [](const std::string& x, const std::string& y) {
              return absl::StrCat("As[", x, "][", y, "] = value;");
-           });
+           }, from_decoded);
   LoadTile(e, b, o, 1, bn, bk, ContiguousDim(e.graph(), bv) == r - 2, "n0", "k0", "N", "K", false,
            "unsigned short", loader(bv), [](const std::string& x, const std::string& y) {
              return absl::StrCat("Bs[", x, "][", y, "] = value;");
-           });
+           }, from_decoded);
   e.Line("__syncthreads();");
   e.Open(absl::StrCat("for (int ks = 0; ks < ", bk, "; ks += 16)"));
   e.Linef("unsigned af[", mt, "][4], bf[", nt, "][2];");
@@ -651,8 +679,9 @@ absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
 }  // namespace
 
 absl::Status GenerateMatmul(Emitter& e, const BlockGraph& b) {
-  if (b.inputs[0].quant || (b.inputs[1].quant && b.tiles.algorithm != ugraph::MatmulAlgorithm::kWarpDot)) {
-    return absl::UnimplementedError("codegen: only the warp-dot product decodes quantized blocks (its B operand)");
+  if (b.inputs[0].quant || (b.inputs[1].quant && !ugraph::DecodesQuantizedB(b))) {
+    return absl::UnimplementedError(
+        "codegen: the pipelined tensor-core product does not decode quantized blocks, nor any product its A operand");
   }
   switch (b.tiles.algorithm) {
     case ugraph::MatmulAlgorithm::kSimt:

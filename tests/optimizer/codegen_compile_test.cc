@@ -43,7 +43,8 @@ TEST_P(CodegenCompile, EveryKernelCompiles) {
           codegen::GenerateKernel(lowered->graph, static_cast<int>(k));
       ASSERT_TRUE(source.ok()) << source.status();
       double_buffered |= source->source.find("As[2][") != std::string::npos;
-      decoded_in_loads |= source->source.find("dequant8_") != std::string::npos;
+      decoded_in_loads |= lowered->graph.kernels[k].block.kind == ugraph::BlockKind::kMatmul &&
+                          source->source.find("dequant") != std::string::npos;
       // Launched early (jit::LaunchConfig::early), it waits for the kernel
       // before it ahead of everything else.
       EXPECT_THAT(source->source, ::testing::HasSubstr("kiln_kernel(const Params p) {\n  wait_for_prior_grid();"));
@@ -57,8 +58,8 @@ TEST_P(CodegenCompile, EveryKernelCompiles) {
     // The prefill-sized half-precision cases take the pipelined kernel.
     const bool half = c.name.find("/f16/") != std::string::npos || c.name.find("/bf16/") != std::string::npos;
     EXPECT_EQ(double_buffered, pipelined && half && c.name.find("/prefill_") != std::string::npos);
-    // A decode product of quantized weights decodes their blocks as it loads them.
-    EXPECT_EQ(decoded_in_loads, c.name.find("dequantize/") == 0 && c.name.find("/decode_product") != std::string::npos);
+    // A product of quantized weights decodes their blocks as it loads them.
+    EXPECT_EQ(decoded_in_loads, c.name.find("dequantize/") == 0 && c.name.find("_product") != std::string::npos);
   }
 }
 

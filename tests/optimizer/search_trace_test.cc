@@ -12,8 +12,10 @@
 #include "models/llama.h"
 #include "models/llama2c_loader.h"
 #include "ops/ops.h"
+#include "ops/quant.h"
 #include "optimizer/codegen/assemble.h"
 #include "optimizer/codegen/generate.h"
+#include "optimizer/partition.h"
 #include "optimizer/ugraph_validate.h"
 #include "tests/test_util.h"
 
@@ -130,6 +132,26 @@ TEST(FuseTraceRegions, ValuesRecomputedWhereReadAreNoRegionInputs) {
   lowering::LowerOptions options;
   options.fused = fused;
   KILN_EXPECT_OK(lowering::LowerTrace(trace, options).status());
+}
+
+// A packed weight is no region input: the search has no dequantize
+// algebra, so a region reading one would store it unpacked; the default
+// lowering decodes it inside the product instead.
+TEST(FuseTraceRegions, PackedWeightsAreNoRegionInputs) {
+  const Tensor x = random_normal({1, 64}, 1), g = random_normal({64}, 2);
+  KILN_ASSERT_OK(RealizeAll({x, g}));
+  std::vector<float> values(96 * 64);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37 * static_cast<double>(i));
+  const Tensor blocks = ValueOrFail(QuantizeOnHost(values, {96, 64}, QuantFormat::kQ8_0));
+  const Tensor w = dequantize(blocks, QuantFormat::kQ8_0);
+  const Tensor out = matmul(rms_norm(x, g, 1e-5), transpose(w, 0, 1));
+  const Trace trace = ValueOrFail(Trace::Collect({out}));
+  const std::vector<lowering::FusedRegion> fused =
+      FuseTraceRegions(trace, [&](const search::Region& region) -> std::optional<ugraph::KernelGraph> {
+        for (const Node* in : region.inputs) EXPECT_NE(lowering::ThroughViews(in), w.node().get());
+        return std::nullopt;
+      });
+  EXPECT_TRUE(fused.empty());
 }
 
 }  // namespace

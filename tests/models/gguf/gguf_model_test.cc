@@ -1,5 +1,7 @@
 #include "models/gguf/gguf_model.h"
 
+#include "ops/quant.h"
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include "models/llama.h"
 #include "models/safetensors.h"
 #include "nlohmann/json.hpp"
+#include "ops/quant.h"
 #include "tests/models/gguf/gguf_builder.h"
 #include "tests/test_util.h"
 
@@ -358,6 +361,20 @@ TEST(GgufModel, DequantizesQuantizedTensorsAndUnpermutesTheirRows) {
   std::vector<float> rounded = expected_gate;
   for (float& x : rounded) x = ::kiln::testing::RoundTo(DType::kF16, x);
   EXPECT_EQ(ReadF32(half->weights.layers[1].w_gate), rounded);
+
+  // Kept packed: the same values, decoded from the file's blocks (q's rows
+  // moved back whole), the other matrices as before.
+  absl::StatusOr<LoadedModel> packed = LoadBytes(b, {.dtype = DType::kF32, .keep_packed = true});
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  const std::optional<PackedWeight> q = AsPackedWeight(packed->weights.layers[1].wq);
+  const std::optional<PackedWeight> gate = AsPackedWeight(packed->weights.layers[1].w_gate);
+  ASSERT_TRUE(q.has_value() && gate.has_value());
+  EXPECT_EQ(q->format, QuantFormat::kQ4_0);
+  EXPECT_EQ(gate->format, QuantFormat::kQ8_0);
+  EXPECT_EQ(q->blocks.dtype(), DType::kU8);
+  EXPECT_EQ(ReadF32(packed->weights.layers[1].wq), expected_q);
+  EXPECT_EQ(ReadF32(packed->weights.layers[1].w_gate), expected_gate);
+  EXPECT_FALSE(AsPackedWeight(packed->weights.layers[0].wq).has_value());
 }
 
 // The same weights through the Hugging Face loader and the GGUF loader give
