@@ -4,6 +4,7 @@
 #include "models/device_greedy.h"
 #include "models/device_sampler.h"
 #include "ops/ops.h"
+#include "tensor/convert.h"
 
 namespace kiln::models {
 
@@ -38,6 +39,7 @@ absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Create(const LlamaModel&
   step->gpu_ = std::move(gpu);
   step->head_ = head;
   step->model_vocab_ = model.config().vocab_size;
+  step->logits_dtype_ = model.config().dtype;
   step->context_ = model.config().max_seq_len;
   step->token_ = to(Tensor::FromHost<int32_t>({0}, {1}), Device::Cuda());
   step->coin_ = to(Tensor::FromHost<float>({0}, {1}), Device::Cuda());
@@ -49,7 +51,9 @@ absl::StatusOr<std::unique_ptr<DecodeStep>> DecodeStep::Create(const LlamaModel&
   const KvCache leaves = cache;
   const Tensor logits = model.Forward(step->token_, Dim(*step->position_), cache);
   switch (head.kind) {
-    case StepHead::Kind::kLogits: step->outputs_ = {cast(logits, DType::kF32)}; break;
+    // The logits in the model's dtype, as a step recorded anew returns
+    // them (a cast inside the step would keep the product's f32 sum).
+    case StepHead::Kind::kLogits: step->outputs_ = {logits}; break;
     case StepHead::Kind::kGreedy: step->outputs_ = {DeviceGreedyToken(logits, head.vocab)}; break;
     case StepHead::Kind::kSampled:
       step->outputs_ = {DeviceSampledToken(logits, head.vocab, sampling, step->coin_)};
@@ -119,8 +123,11 @@ absl::StatusOr<std::vector<float>> DecodeStep::Logits(int32_t token, int64_t pos
   }
   absl::StatusOr<std::vector<TensorData>> results = Run(token, pos);
   if (!results.ok()) return results.status();
-  std::vector<float> row(static_cast<size_t>(results->front().num_elements()));
-  if (absl::Status s = gpu_->CopyToHost(results->front(), DType::kF32, row.data()); !s.ok()) return s;
+  const int64_t count = results->front().num_elements();
+  std::vector<uint8_t> stored(static_cast<size_t>(count) * DTypeSize(logits_dtype_));
+  if (absl::Status s = gpu_->CopyToHost(results->front(), logits_dtype_, stored.data()); !s.ok()) return s;
+  std::vector<float> row(static_cast<size_t>(count));
+  ConvertElements(logits_dtype_, stored.data(), DType::kF32, row.data(), count);
   return row;
 }
 

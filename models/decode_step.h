@@ -71,6 +71,7 @@ class DecodeStep {
   std::shared_ptr<CudaExecutor> gpu_;
   StepHead head_;
   int64_t model_vocab_ = 0, context_ = 0;
+  DType logits_dtype_ = DType::kF32;  // kLogits: the model's dtype, read back as it is
   Tensor token_;                 // i32 [1] on the GPU: the step's input id
   Tensor coin_;                  // f32 [1] on the GPU: a sampled step's coin
   std::optional<Symbol> position_;

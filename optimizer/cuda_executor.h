@@ -182,7 +182,7 @@ class CudaExecutor : public Executor {
   bool profile_ = false;
   bool profile_kernels_ = false;
   bool graphs_ = true;
-  bool pipelined_products_ = false;
+  bool pipelined_products_ = true;
   std::string compile_arch_;
   RegionSearch region_search_;
   mutable absl::Mutex mu_;

@@ -410,7 +410,8 @@ class Lowering {
       // 8192), and as fast at the classifier's 128256 x 2048 (3030).
       block_.tiles = {m.value(), 2, 1, MatmulAlgorithm::kWarpDot, mm->dtype};
       block_.threads = 256;
-    } else if (half && options_.pipelined_products && m.is_concrete() && m.value() >= kPipelinedRows) {
+    } else if (half && options_.pipelined_products && m.is_concrete() && m.value() >= kPipelinedRows &&
+               !partition_.decoded_in_loads.contains(ThroughViews(b))) {
       // Prefill: the pipelined kernel, on 128 x 128 tiles where they make
       // enough blocks to fill the GPU, on narrower tiles otherwise.
       int64_t tile_m = 128, tile_n = n.is_concrete() && n.value() <= 64 ? 64 : 128;

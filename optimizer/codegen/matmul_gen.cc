@@ -568,10 +568,13 @@ void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::st
                                      per, ", ", ea, "))")),
                 ", bk[j], acc[", m, "]);");
       } else {
-        e.Linef("for (int j = 0; j < 8; ++j) acc[", m, "] = fmaf(",
+        // The offset's index arithmetic goes inside the loop over j.
+        e.Open("for (int j = 0; j < 8; ++j)");
+        e.Linef("acc[", m, "] = fmaf(",
                 a_value(absl::StrCat("load_", DTypeSuffix(a_stored), "(p.t[", as, "], ",
                                      e.Offset(av, With(batch, absl::StrCat(m, "LL"), "k0 + j")), ")")),
                 ", bk[j], acc[", m, "]);");
+        e.Close();
       }
     }
     e.Close();

@@ -11,6 +11,9 @@
 #include "models/random_weights.h"
 #include "ops/ops.h"
 #include "ops/quant.h"
+#include "jit/nvrtc_compiler.h"
+#include "optimizer/codegen/assemble.h"
+#include "optimizer/codegen/generate.h"
 #include "optimizer/lower.h"
 #include "tests/models/tiny_llama_config.h"
 #include "tests/test_util.h"
@@ -163,6 +166,16 @@ TEST(QuantizedLlamaLowering, DecodeProductsReadTheBlocks) {
     // q, k, v (one product merged), o, gate, up, down per layer, and the classifier.
     EXPECT_EQ(decoding_products, config.n_layers * (merge ? 5 : 7) + 1) << (merge ? "merged" : "unmerged");
     EXPECT_EQ(dequant_ops, 1);
+    // Every kernel of the step compiles (NVRTC needs no GPU).
+    absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
+    if (!nvrtc.ok()) continue;
+    for (size_t k = 0; k < lowered->graph.kernels.size(); ++k) {
+      absl::StatusOr<codegen::KernelSource> source = codegen::GenerateKernel(lowered->graph, static_cast<int>(k));
+      ASSERT_TRUE(source.ok()) << source.status();
+      absl::StatusOr<std::string> cubin =
+          jit::CompileToCubin(**nvrtc, codegen::AssembleSource(source->source), jit::CompileOptions());
+      EXPECT_TRUE(cubin.ok()) << "kernel " << k << ": " << cubin.status();
+    }
   }
 }
 

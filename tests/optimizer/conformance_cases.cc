@@ -457,6 +457,19 @@ void AddDequantize(Builder& b) {
             DType::kBF16, true);
     }
   }
+  // A decode product whose rows of A are a reshaped transpose (attention's
+  // output before the output projection): A's offsets need index arithmetic.
+  for (QuantFormat format : {QuantFormat::kQ8_0, QuantFormat::kQ4_K}) {
+    const QuantFormatInfo& info = QuantInfo(format);
+    b.Add(absl::StrCat("dequantize/", absl::AsciiStrToLower(info.name), "/decode_product_of_a_view"),
+          {In(DType::kBF16, {2, 1, info.block_size}, -1, 1), In(DType::kU8, {17, 2 * info.block_bytes}, 0, 255)},
+          [format](const std::vector<Tensor>& x) {
+            const Tensor w = dequantize(contiguous(TameScales(x[1], format)), format, DType::kBF16);
+            const Tensor a = reshape(transpose(x[0], 0, 1), {1, 2 * QuantInfo(format).block_size});
+            return std::vector<Tensor>{matmul(a, transpose(w, 0, 1))};
+          },
+          DType::kBF16, true);
+  }
 }
 
 }  // namespace

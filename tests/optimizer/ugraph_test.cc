@@ -114,33 +114,28 @@ TEST(DefaultLowering, DecodeProductDecodesQuantizedBlocksInItsLoads) {
   EXPECT_EQ(ugraph::ToJson(*back), json);
 }
 
+// Prefill products of packed weights decode them element by element, on
+// the 128-thread tensor-core product (the pipelined one does not decode).
 TEST(DefaultLowering, PrefillProductsDecodeQuantizedBlocksElementByElement) {
   Tensor w = dequantize(Q8Blocks(64, 256), QuantFormat::kQ8_0, DType::kBF16);
-  ugraph::KernelGraph g = Lower({matmul(Leaf({64, 256}, DType::kBF16), transpose(w, 0, 1))});
-  ASSERT_EQ(g.kernels.size(), 1u);
-  EXPECT_EQ(g.kernels[0].block.tiles.algorithm, ugraph::MatmulAlgorithm::kTensorCore);
-  EXPECT_TRUE(g.kernels[0].block.inputs[1].quant.has_value());
+  for (const int64_t rows : {64, 512}) {
+    ugraph::KernelGraph g = Lower({matmul(Leaf({rows, 256}, DType::kBF16), transpose(w, 0, 1))});
+    ASSERT_EQ(g.kernels.size(), 1u);
+    EXPECT_EQ(g.kernels[0].block.tiles.algorithm, ugraph::MatmulAlgorithm::kTensorCore);
+    EXPECT_EQ(g.kernels[0].block.threads, 128);
+    EXPECT_TRUE(g.kernels[0].block.inputs[1].quant.has_value());
+  }
 }
 
 TEST(DefaultLowering, QuantizedBlocksOtherProductsCannotDecodeGetABuffer) {
   Tensor w = dequantize(Q8Blocks(64, 256), QuantFormat::kQ8_0, DType::kBF16);
-  // The pipelined product, a decode product reading B along its rows, and a
-  // weight also read outside a product: each dequantizes W to a buffer first.
-  lowering::LowerOptions pipelined;
-  pipelined.pipelined_products = true;
-  const Tensor prefill = matmul(Leaf({256, 256}, DType::kBF16), transpose(w, 0, 1));
-  for (const auto& [y, options] :
-       std::vector<std::pair<Tensor, lowering::LowerOptions>>{
-           {prefill, pipelined},
-           {matmul(Leaf({1, 64}, DType::kBF16), w), {}},
-           {matmul(Leaf({1, 256}, DType::kBF16), transpose(w, 0, 1)) + sum(w), {}}}) {
-    absl::StatusOr<Trace> trace = Trace::Collect({y});
-    ASSERT_TRUE(trace.ok()) << trace.status();
-    absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(*trace, options);
-    ASSERT_TRUE(lowered.ok()) << lowered.status();
-    KILN_EXPECT_OK(ugraph::Validate(lowered->graph));
-    ASSERT_GE(lowered->graph.kernels.size(), 2u);
-    for (const ugraph::Kernel& k : lowered->graph.kernels) {
+  // A decode product reading B along its rows, and a weight also read
+  // outside a product: each dequantizes W to a buffer first.
+  for (const Tensor& y : {matmul(Leaf({1, 64}, DType::kBF16), w),
+                          matmul(Leaf({1, 256}, DType::kBF16), transpose(w, 0, 1)) + sum(w)}) {
+    ugraph::KernelGraph g = Lower({y});
+    ASSERT_GE(g.kernels.size(), 2u);
+    for (const ugraph::Kernel& k : g.kernels) {
       for (const ugraph::InputIterator& in : k.block.inputs) EXPECT_FALSE(in.quant.has_value());
     }
   }
