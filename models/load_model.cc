@@ -14,11 +14,11 @@
 #include "models/gguf/gguf_tokenizer.h"
 #include "models/hf_loader.h"
 #include "models/llama2c_loader.h"
+#include "models/quantize_weights.h"
 #include "models/text/hf_tokenizer.h"
 #include "models/text/llama2c_tokenizer.h"
 #include "models/text/sentencepiece_tokenizer.h"
 #include "nlohmann/json.hpp"
-#include "models/quantize_weights.h"
 #include "ops/ops.h"
 #include "ops/quant.h"
 
