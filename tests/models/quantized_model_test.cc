@@ -136,11 +136,12 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedLlama,
                          ::testing::Combine(::testing::Values(QuantFormat::kQ8_0, QuantFormat::kQ4_0),
                                             ::testing::Values(DType::kF32, DType::kBF16), ::testing::Bool()));
 
-// One decode step lowered as on any device: every product reads its
-// weight's blocks (none is decoded into a buffer); only the embedding's
-// gathered rows are decoded by a kernel of their own.
-TEST(QuantizedLlamaLowering, DecodeProductsReadTheBlocks) {
-  for (const bool merge : {false, true}) {
+// A decode step and a 5-token prefill lowered as on any device: every
+// product reads its weight's blocks (none is decoded into a buffer); only
+// the embedding's gathered rows are decoded by a kernel of their own.
+TEST(QuantizedLlamaLowering, ProductsReadTheBlocks) {
+  for (const auto& [merge, tokens] : std::vector<std::pair<bool, int64_t>>{{false, 1}, {true, 1}, {true, 5}}) {
+    SCOPED_TRACE(absl::StrCat(tokens, " tokens, ", merge ? "merged" : "unmerged"));
     LlamaConfig config = kiln::testing::TinyLlamaConfig(96);
     config.dtype = DType::kBF16;
     absl::StatusOr<LlamaWeights> weights = RandomLlamaWeights(config, 3, Device::Cpu());
@@ -150,8 +151,9 @@ TEST(QuantizedLlamaLowering, DecodeProductsReadTheBlocks) {
     ASSERT_TRUE(model.ok()) << model.status();
     absl::StatusOr<KvCache> cache = model->NewCache();
     ASSERT_TRUE(cache.ok()) << cache.status();
-    const Symbol pos = model->PositionSymbol(1);
-    std::vector<Tensor> outputs = {model->Forward(Tensor::FromHost<int32_t>({5}, {1}), Dim(pos), *cache, false)};
+    const Symbol pos = model->PositionSymbol(tokens);
+    const std::vector<int32_t> ids(static_cast<size_t>(tokens), 5);
+    std::vector<Tensor> outputs = {model->Forward(Tensor::FromHost<int32_t>(ids, {tokens}), Dim(pos), *cache, false)};
     outputs.insert(outputs.end(), cache->k.begin(), cache->k.end());
     outputs.insert(outputs.end(), cache->v.begin(), cache->v.end());
     absl::StatusOr<Trace> trace = Trace::Collect(outputs);
@@ -164,7 +166,7 @@ TEST(QuantizedLlamaLowering, DecodeProductsReadTheBlocks) {
       for (const ugraph::ScalarOp& op : k.block.epilogue.ops) dequant_ops += op.kind == ugraph::ScalarOp::Kind::kDequant;
     }
     // q, k, v (one product merged), o, gate, up, down per layer, and the classifier.
-    EXPECT_EQ(decoding_products, config.n_layers * (merge ? 5 : 7) + 1) << (merge ? "merged" : "unmerged");
+    EXPECT_EQ(decoding_products, config.n_layers * (merge ? 5 : 7) + 1);
     EXPECT_EQ(dequant_ops, 1);
     // Every kernel of the step compiles (NVRTC needs no GPU).
     absl::StatusOr<const jit::NvrtcApi*> nvrtc = jit::LoadNvrtc();
