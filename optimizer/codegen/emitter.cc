@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "absl/strings/ascii.h"
 #include "tensor/check.h"
 #include "tensor/convert.h"
 
@@ -347,6 +348,16 @@ std::string Emitter::Offset(const ugraph::View& view, const std::vector<std::str
 }
 
 std::string DTypeSuffix(DType dtype) { return std::string(DTypeName(dtype)); }
+
+std::string RoundedTo(DType dtype, const std::string& v) {
+  return dtype == DType::kF32 ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
+}
+
+std::string QuantDecoderName(QuantFormat format) { return absl::AsciiStrToLower(QuantName(format)); }
+
+std::string BlockBytes(Emitter& e, int tensor, const std::string& offset) {
+  return absl::StrCat("reinterpret_cast<const unsigned char*>(p.t[", e.Slot(tensor), "]) + ", offset);
+}
 
 std::string ComputeType(DType dtype) { return IsFloating(dtype) ? "float" : "i64"; }
 

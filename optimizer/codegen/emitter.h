@@ -109,6 +109,15 @@ inline constexpr int64_t kIndexSlackTiles = 8;
 
 // Names used in generated code for a dtype: "f32", "f16", ...
 std::string DTypeSuffix(DType dtype);
+// An f32 value rounded to float dtype `dtype` as the CPU stores it
+// ("round_bf16(v)"); `v` itself for f32.
+std::string RoundedTo(DType dtype, const std::string& v);
+// The device decoders of a block format: dequant_<name>, dequant8_<name>
+// (tiles/quant.cuh), name "q8_0" for Q8_0.
+std::string QuantDecoderName(QuantFormat format);
+// The bytes of u8 tensor `tensor` from element `offset` on, as the
+// decoders take them.
+std::string BlockBytes(Emitter& e, int tensor, const std::string& offset);
 // The compute type of a dtype: "float" or "i64".
 std::string ComputeType(DType dtype);
 // A literal of compute type for `value` stored as `dtype` (rounded as the

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <functional>
 
-#include "absl/strings/ascii.h"
 #include "optimizer/codegen/thread_emitter.h"
 
 namespace kiln::codegen {
@@ -141,9 +140,8 @@ std::string DecodedValue(Emitter& e, const ugraph::View& view, const ugraph::Qua
   std::vector<std::string> c = e.Invert(view, coords);
   const std::string col = c.back();
   c.back() = "0LL";
-  return absl::StrCat("dequant_", absl::AsciiStrToLower(QuantName(quant.format)),
-                      "(reinterpret_cast<const unsigned char*>(p.t[", e.Slot(view.tensor), "]) + ",
-                      e.TensorOffset(view.tensor, c), ", ", col, ")");
+  return absl::StrCat("dequant_", QuantDecoderName(quant.format), "(",
+                      BlockBytes(e, view.tensor, e.TensorOffset(view.tensor, c)), ", ", col, ")");
 }
 
 // Loads one operand tile into shared memory: element (x, y) of the tile,
@@ -202,10 +200,7 @@ absl::Status GenerateSimt(Emitter& e, const BlockGraph& b) {
     return absl::StrCat("load_", DTypeSuffix(e.graph().tensors[view.tensor].dtype));
   };
   // Decoded values rounded as the dequantize op rounds them.
-  const auto from_decoded = [&](const std::string& v) {
-    const DType decoded = b.inputs[1].quant ? b.inputs[1].quant->dtype : DType::kF32;
-    return decoded == DType::kF32 ? v : absl::StrCat("round_", DTypeSuffix(decoded), "(", v, ")");
-  };
+  const auto from_decoded = [&](const std::string& v) { return RoundedTo(in_dtype, v); };
   // A tile: x = m, y = k. B tile: x = n, y = k.
   LoadTile(e, b, o, 0, bm, bk, ContiguousDim(e.graph(), av) != r - 2, "m0", "k0", "M", "K", true, ct,
            loader(av), [](const std::string& x, const std::string& y) {
@@ -539,13 +534,9 @@ void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::st
   const int as = e.Slot(av.tensor);
   std::vector<std::string> first_value = e.Invert(bv, With(batch, "0LL", "n"));
   first_value.back() = "0LL";
-  e.Linef("const unsigned char* b_row = reinterpret_cast<const unsigned char*>(p.t[", e.Slot(bv.tensor), "]) + ",
-          e.TensorOffset(bv.tensor, first_value), ";");
-  std::string decoded = "bk[j]";
-  if (quant.dtype != DType::kF32) decoded = absl::StrCat("round_", DTypeSuffix(quant.dtype), "(", decoded, ")");
-  if (dtype != quant.dtype && dtype != DType::kF32) {
-    decoded = absl::StrCat("round_", DTypeSuffix(dtype), "(", decoded, ")");
-  }
+  e.Linef("const unsigned char* b_row = ", BlockBytes(e, bv.tensor, e.TensorOffset(bv.tensor, first_value)), ";");
+  // The decoded dtype is the product's (matmul's operands share one).
+  const std::string decoded = RoundedTo(quant.dtype, "bk[j]");
   const auto a_value = [&](const std::string& v) {
     return a_stored == dtype ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
   };
@@ -555,7 +546,7 @@ void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::st
     e.Open(absl::StrCat("for (i64 k0 = (", split > 1 ? "lane + 32 * part" : "lane", ") * 8; k0 < K; k0 += ",
                         32 * 8 * split, ")"));
     e.Line("float bk[8];");
-    e.Linef("dequant8_", absl::AsciiStrToLower(QuantName(quant.format)), "(b_row, k0, bk);");
+    e.Linef("dequant8_", QuantDecoderName(quant.format), "(b_row, k0, bk);");
     if (decoded != "bk[j]") e.Linef("for (int j = 0; j < 8; ++j) bk[j] = ", decoded, ";");
     for (int64_t m = 0; m < rows; ++m) {
       if (vector_a) {

@@ -1,6 +1,5 @@
 #include "optimizer/codegen/thread_emitter.h"
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "tensor/check.h"
 
@@ -141,13 +140,11 @@ std::string ThreadEmitter::EmitDequant(const ScalarOp& op) {
   std::vector<std::string> c = e_.Invert(coords_view, coords_);
   const std::string col = c.back();
   c.back() = "0LL";
-  std::string value = absl::StrCat("dequant_", absl::AsciiStrToLower(QuantName(op.quant)),
-                                   "(reinterpret_cast<const unsigned char*>(p.t[", e_.Slot(source.tensor), "]) + ",
-                                   e_.Offset(source, c), ", ", col, ")");
-  // Rounded to the dtype, as the CPU rounds a source.
-  if (op.dtype != DType::kF32) value = absl::StrCat("round_", DTypeSuffix(op.dtype), "(", value, ")");
+  const std::string value = absl::StrCat("dequant_", QuantDecoderName(op.quant), "(",
+                                         BlockBytes(e_, source.tensor, e_.Offset(source, c)), ", ", col, ")");
   const std::string v = e_.Fresh("v");
-  e_.Linef("const float ", v, " = ", value, ";");
+  // Rounded to the dtype, as the CPU rounds a source.
+  e_.Linef("const float ", v, " = ", RoundedTo(op.dtype, value), ";");
   return v;
 }
 
