@@ -34,7 +34,7 @@ ABSL_FLAG(std::string, json, "", "bench decode: also write the results to this J
 ABSL_FLAG(int, prefill, 0, "bench decode: also time a prefill of this many tokens (0: none)");
 ABSL_FLAG(int, kernels, 0, "bench decode: also time each kernel of a step and print the N slowest kinds");
 ABSL_FLAG(std::string, quant, "",
-          "bench decode: quantize the projections and the classifier at load (q8_0 or q4_0), kept packed");
+          "bench decode: quantize the projections and the classifier at load (q8_0, q4_0 or q4_k), kept packed");
 
 namespace kiln::cli {
 namespace {
@@ -125,6 +125,7 @@ int BenchDecode() {
   const bool search = absl::GetFlag(FLAGS_superoptimize);
   gpu->set_graphs(absl::GetFlag(FLAGS_cuda_graphs));
   gpu->set_pipelined_products(absl::GetFlag(FLAGS_pipelined_products));
+  gpu->set_decode_columns(cli::DecodeColumns());
   if (search) {
     TraceSearchOptions options;
     options.search.cache_dir = getenv("KILN_CACHE_DIR");
@@ -139,7 +140,7 @@ int BenchDecode() {
   if (const std::string name = absl::GetFlag(FLAGS_quant); !name.empty()) {
     quant = ParseQuantFormat(name);
     if (!quant || !CanQuantize(*quant)) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat("--quant is q8_0 or q4_0, got '", name, "'")));
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--quant is q8_0, q4_0 or q4_k, got '", name, "'")));
     }
   }
   absl::StatusOr<models::LlamaWeights> weights = models::RandomLlamaWeights(*config, 7, Device::Cuda());

@@ -1,5 +1,6 @@
 #include "examples/flags.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/flags/flag.h"
@@ -17,7 +18,7 @@ ABSL_FLAG(std::string, tokenizer, "",
 ABSL_FLAG(std::string, dtype, "",
           "f32, f16 or bf16: the weights' dtype (default: as stored; f32 for quantized GGUF)");
 ABSL_FLAG(std::string, quantize, "",
-          "q8_0 or q4_0: quantize the projections and the classifier at load, kept packed (a GGUF's "
+          "q8_0, q4_0 or q4_k: quantize the projections and the classifier at load, kept packed (a GGUF's "
           "quantized matrices are kept packed as stored)");
 ABSL_FLAG(int, context, 4096,
           "the longest context (KV cache positions), capped at the model's; 0 = the model's");
@@ -40,10 +41,20 @@ ABSL_FLAG(bool, replay_steps, true,
 ABSL_FLAG(bool, pipelined_products, true,
           "cuda: products of 128 or more rows (prefill) on the pipelined tensor-core kernel "
           "(false: one 64 x 64 tile a block)");
+ABSL_FLAG(int64_t, decode_columns, kiln::lowering::LowerOptions().decode_columns,
+          "cuda: adjacent weight columns each thread of a decode product sums, reading the activations once "
+          "for all (1 to 8)");
 ABSL_FLAG(bool, cuda_graphs, true,
           "cuda: replay each repeated step's kernels from a CUDA graph (false: launch kernel by kernel)");
 
 namespace kiln::cli {
+
+int64_t DecodeColumns() {
+  const int64_t asked = absl::GetFlag(FLAGS_decode_columns);
+  const int64_t columns = std::clamp<int64_t>(asked, 1, 8);
+  if (columns != asked) std::fprintf(stderr, "kiln: --decode_columns is 1 to 8; using %lld\n", static_cast<long long>(columns));
+  return columns;
+}
 
 Device ChooseDevice() {
   absl::StatusOr<Device> device = Device::Parse(absl::GetFlag(FLAGS_device));
@@ -58,6 +69,7 @@ Device ChooseDevice() {
     }
     GetCudaExecutor()->set_graphs(absl::GetFlag(FLAGS_cuda_graphs));
     GetCudaExecutor()->set_pipelined_products(absl::GetFlag(FLAGS_pipelined_products));
+    GetCudaExecutor()->set_decode_columns(DecodeColumns());
     if (absl::GetFlag(FLAGS_superoptimize)) {
       TraceSearchOptions options;
       const jit::CacheOptions cache = jit::CacheOptions::FromEnvironment();

@@ -22,6 +22,7 @@ ABSL_DECLARE_FLAG(double, temperature);
 ABSL_DECLARE_FLAG(double, top_p);
 ABSL_DECLARE_FLAG(int64_t, seed);
 ABSL_DECLARE_FLAG(bool, pipelined_products);
+ABSL_DECLARE_FLAG(int64_t, decode_columns);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(int, repeat);
 ABSL_DECLARE_FLAG(bool, superoptimize);
@@ -34,6 +35,9 @@ namespace kiln::cli {
 // The --device flag, falling back to the CPU (with one message on stderr)
 // when the requested device has no executor in this process.
 Device ChooseDevice();
+
+// --decode_columns, clamped to 1..8 (with a message on stderr when it was not).
+int64_t DecodeColumns();
 
 }  // namespace kiln::cli
 

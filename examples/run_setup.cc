@@ -31,7 +31,7 @@ std::optional<LoadedRun> LoadRun(const char* command, int* exit_code) {
   if (const std::string quantize = absl::GetFlag(FLAGS_quantize); !quantize.empty()) {
     options.quantize = ParseQuantFormat(quantize);
     if (!options.quantize || !CanQuantize(*options.quantize)) {
-      std::fprintf(stderr, "%s: --quantize must be q8_0 or q4_0, got '%s'\n", command, quantize.c_str());
+      std::fprintf(stderr, "%s: --quantize must be q8_0, q4_0 or q4_k, got '%s'\n", command, quantize.c_str());
       *exit_code = 2;
       return std::nullopt;
     }

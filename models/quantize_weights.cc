@@ -11,7 +11,7 @@ namespace kiln::models {
 
 absl::Status QuantizeLinearWeights(LlamaWeights& weights, bool tied_embeddings, QuantFormat format) {
   if (!CanQuantize(format)) {
-    return absl::UnimplementedError(absl::StrCat("kiln quantizes weights to Q8_0 or Q4_0, not ", QuantName(format)));
+    return absl::UnimplementedError(absl::StrCat("kiln quantizes weights to Q8_0, Q4_0 or Q4_K, not ", QuantName(format)));
   }
   std::vector<std::pair<std::string, Tensor*>> matrices;
   for (size_t i = 0; i < weights.layers.size(); ++i) {

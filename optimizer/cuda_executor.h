@@ -122,6 +122,8 @@ class CudaExecutor : public Executor {
   // lowering::LowerOptions::pipelined_products for the traces planned from
   // now on.
   void set_pipelined_products(bool on) { pipelined_products_ = on; }
+  // lowering::LowerOptions::decode_columns for the traces planned from now on.
+  void set_decode_columns(int64_t columns) { decode_columns_ = columns; }
   bool graphs() const { return graphs_ && context_.CanUpdateGraphs(); }
   // Compile later kernels for `arch` ("sm_90" on an sm_90a device: the
   // generated code's paths for targets without Hopper's wgmma) instead of
@@ -183,6 +185,7 @@ class CudaExecutor : public Executor {
   bool profile_kernels_ = false;
   bool graphs_ = true;
   bool pipelined_products_ = true;
+  int64_t decode_columns_ = lowering::LowerOptions().decode_columns;
   std::string compile_arch_;
   RegionSearch region_search_;
   mutable absl::Mutex mu_;

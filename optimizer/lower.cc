@@ -28,6 +28,45 @@ constexpr int64_t kPipelinedRows = 128;
 // many of its widest tiles takes narrower ones.
 constexpr int64_t kFullGrid = 128;
 
+// Elements per block of a pointwise kernel (256 threads). A large space
+// takes 4 an iteration of each thread's grid-stride loop; a small one (a
+// decode step's vectors) one per thread, so no thread waits on a chain of
+// dependent loads while the GPU's other SMs idle.
+int64_t PointwiseTile(const Shape& space) {
+  constexpr int64_t kThreads = 256;
+  const bool small = space.is_concrete() && space.num_elements() < kThreads * 4 * kFullGrid;
+  return small ? kThreads : kThreads * 4;
+}
+
+// Threads of a row kernel's block. Many rows fill the GPU with 256 each; a
+// few long rows (a decode step's RMSNorm, its softmax over the cache) take up
+// to 1024, so each thread's loops, whose loads wait on one another, run
+// fewer times.
+int64_t RowThreads(const Shape& kept, const Shape& reduced) {
+  constexpr int64_t kManyRows = kFullGrid;
+  if (!kept.is_concrete() || kept.num_elements() >= kManyRows) return 256;
+  int64_t threads = 256;
+  while (threads < 1024 && (!reduced.is_concrete() || threads < reduced.num_elements())) threads *= 2;
+  return threads;
+}
+
+// How many threads of a warp-dot product share one output column's K. Long
+// columns take 4 warps (2 columns a block): on the H100, against a warp per
+// column, bf16 weights [N, K] streamed at 580 vs 338 GB/s (512 x 2048), 1340
+// vs 1180 (2048 x 2048), 2140 vs 1710 (2048 x 8192), and as fast at the
+// classifier's 128256 x 2048 (3030). A short column (attention's scores over
+// a 64-wide head) takes only the lanes that one pass of 16-byte loads keeps
+// busy, so the block's other lanes take other columns instead of idling.
+int64_t WarpDotThreadsPerColumn(const Dim& k, DType b_dtype) {
+  constexpr int64_t kLongColumn = 128;
+  if (!k.is_concrete()) return kLongColumn;
+  const int64_t per_load = DTypeSize(b_dtype) == 4 ? 4 : 8;
+  const int64_t loads = (k.value() + per_load - 1) / per_load;
+  int64_t threads = 1;
+  while (threads < loads && threads < kLongColumn) threads *= 2;
+  return threads;
+}
+
 // A fusion the code generator cannot express: `node` must get a buffer.
 struct FusionError {
   const Node* node;
@@ -206,7 +245,7 @@ class Lowering {
   void LowerPointwise(const Group& group, std::vector<int>* outputs) {
     block_.kind = BlockKind::kPointwise;
     block_.threads = 256;
-    block_.grid[0] = {group.space, 256 * 4};
+    block_.grid[0] = {group.space, PointwiseTile(group.space)};
     graph_ = &block_.epilogue;
     for (const Node* m : Saved(group)) {
       const int value = Emit(m, {});
@@ -269,31 +308,34 @@ class Lowering {
     }
   }
 
+  // Each update of the group (its values share one shape) writes its
+  // value into its destination's buffer.
   void LowerInPlace(const Group& group, std::vector<int>* outputs) {
-    const Node* n = group.anchor;
-    const auto& attrs = std::get<SliceUpdateAttrs>(n->attrs);
     block_.kind = BlockKind::kPointwise;
     block_.threads = 256;
-    block_.grid[0] = {group.space, 256 * 4};
+    block_.grid[0] = {group.space, PointwiseTile(group.space)};
     graph_ = &block_.epilogue;
-    const int value = Emit(n->inputs[1].get(), {});
-    const int dst = TensorOf(ThroughViews(n->inputs[0].get()));
-    const int id = TensorOf(n);
-    out_.graph.tensors[id].aliases = dst;
-    kernel_inputs_.insert(dst);
-    ugraph::OutputSaver saver;
-    saver.tensor = id;
-    saver.value = value;
-    saver.omap = {0, -1, -1};
-    saver.shift_axis = attrs.axis;
-    saver.shift = attrs.start;
-    block_.outputs.push_back(saver);
-    outputs->push_back(id);
+    for (const Node* n : group.members) {
+      if (n->op != OpKind::kSliceUpdate || !options_.in_place_updates.contains(n)) continue;
+      const auto& attrs = std::get<SliceUpdateAttrs>(n->attrs);
+      const int value = Emit(n->inputs[1].get(), {});
+      const int dst = TensorOf(ThroughViews(n->inputs[0].get()));
+      const int id = TensorOf(n);
+      out_.graph.tensors[id].aliases = dst;
+      kernel_inputs_.insert(dst);
+      ugraph::OutputSaver saver;
+      saver.tensor = id;
+      saver.value = value;
+      saver.omap = {0, -1, -1};
+      saver.shift_axis = attrs.axis;
+      saver.shift = attrs.start;
+      block_.outputs.push_back(saver);
+      outputs->push_back(id);
+    }
   }
 
   void LowerRow(const Group& group, std::vector<int>* outputs) {
     block_.kind = BlockKind::kRowReduce;
-    block_.threads = 256;
     block_.reduced_axes = group.reduced_axes;
     Shape kept, row_shape = group.space;
     for (int a = 0; a < group.space.rank(); ++a) {
@@ -304,6 +346,7 @@ class Lowering {
         row_shape[a] = Dim(1);
       }
     }
+    block_.threads = RowThreads(kept, ReducedShape(group));
     block_.grid[0] = {kept, 1};
     block_.forloop = {ReducedShape(group), block_.threads};
     // Accumulators in trace order; each reduction's phase follows the phases
@@ -403,13 +446,14 @@ class Lowering {
     const bool half = mm->dtype == DType::kF16 || mm->dtype == DType::kBF16;
     using ugraph::MatmulAlgorithm;
     if (m.is_concrete() && m.value() <= 4) {
-      // Decode: too few rows for tiles; warps stream B's columns, 4 warps
-      // sharing each column's K (2 columns a block). On the H100, against
-      // a warp per column, bf16 weights [N, K] streamed at 580 vs 338 GB/s
-      // (512 x 2048), 1340 vs 1180 (2048 x 2048), 2140 vs 1710 (2048 x
-      // 8192), and as fast at the classifier's 128256 x 2048 (3030).
-      block_.tiles = {m.value(), 2, 1, MatmulAlgorithm::kWarpDot, mm->dtype};
+      // Decode: too few rows for tiles; threads stream B's columns.
       block_.threads = 256;
+      const int64_t per_column = WarpDotThreadsPerColumn(k, b->dtype);
+      // Long columns: each thread sums `decode_columns` of them, reading A
+      // once for all.
+      const int64_t columns = per_column >= 128 ? std::max<int64_t>(1, options_.decode_columns) : 1;
+      block_.tiles = {m.value(), block_.threads / per_column * columns, columns, MatmulAlgorithm::kWarpDot,
+                      mm->dtype};
     } else if (half && options_.pipelined_products && m.is_concrete() && m.value() >= kPipelinedRows &&
                !partition_.decoded_in_loads.contains(ThroughViews(b))) {
       // Prefill: the pipelined kernel, on 128 x 128 tiles where they make
@@ -447,7 +491,8 @@ class Lowering {
     block_.grid[0] = {Shape{n}, block_.tiles.n};
     block_.grid[1] = {Shape{m}, block_.tiles.m};
     block_.grid[2] = {batch, 1};
-    block_.forloop = {Shape{k}, block_.tiles.k};
+    const bool warp_dot = block_.tiles.algorithm == MatmulAlgorithm::kWarpDot;
+    block_.forloop = {Shape{k}, warp_dot ? 1 : block_.tiles.k};
     graph_ = &block_.epilogue;
     for (const Node* s : Saved(group)) AddOutput(s, Emit(s, {}), false, outputs);
   }

@@ -104,7 +104,21 @@ class Partitioner {
     }
     if (n->op == OpKind::kSliceUpdate && options_.in_place_updates.contains(n)) {
       NeedBuffer(n->inputs[0].get());
+      if (const int g = GroupOnlyFeeding(n->inputs[1].get(), n); g >= 0) {
+        // The update computes its value (RoPE'd keys written straight
+        // into the cache): the group becomes the update's kernel.
+        Group& group = result_.groups[g];
+        group.kind = GroupKind::kInPlaceUpdate;
+        group.anchor = n;
+        group.space = n->inputs[1]->shape;
+        Join(g, n);
+        return;
+      }
       NeedBuffer(n->inputs[1].get());
+      if (const int g = SiblingUpdate(n); g >= 0) {
+        Join(g, n);  // the K and V cache writes of a layer: one kernel
+        return;
+      }
       NewGroup(GroupKind::kInPlaceUpdate, n, n->inputs[1]->shape);
       return;
     }
@@ -129,6 +143,47 @@ class Partitioner {
       }
     }
     NewGroup(GroupKind::kPointwise, n, n->shape);
+  }
+
+  // The pointwise group computing `value` (through views that keep its
+  // element count) when everything it computes is read only inside it or
+  // by `reader`; -1 otherwise.
+  int GroupOnlyFeeding(const Node* value, const Node* reader) const {
+    const Node* base = ThroughViews(value);
+    const int g = GroupOfDirect(base);
+    if (g < 0) return -1;
+    const Group& group = result_.groups[g];
+    if (group.kind != GroupKind::kPointwise) return -1;
+    const Shape& space = group.space;
+    const bool same_count = space == value->shape || (space.is_concrete() && value->shape.is_concrete() &&
+                                                      space.num_elements() == value->shape.num_elements());
+    if (!same_count) return -1;
+    for (const Node* m : group.members) {
+      if (outputs_.contains(m) || options_.force_materialize.contains(m)) return -1;
+      bool inside = true;
+      ForEachUse(m, [&](const Node* c, bool) {
+        if (c == reader) return;
+        auto it = result_.group_of.find(c);
+        inside &= !IsView(c->op) && it != result_.group_of.end() && it->second == g;
+      });
+      if (!inside) return -1;
+    }
+    return g;
+  }
+
+  // An in-place update group whose values have the shape of update `n`'s,
+  // where `n` reads nothing that depends on it; -1 if none.
+  int SiblingUpdate(const Node* n) const {
+    const std::vector<int> read = GroupsRead(n);
+    for (int g = static_cast<int>(result_.groups.size()) - 1; g >= 0; --g) {
+      const Group& group = result_.groups[g];
+      if (group.kind != GroupKind::kInPlaceUpdate || !(group.space == n->inputs[1]->shape)) continue;
+      if (group.members.size() >= kMaxMembers) continue;
+      bool independent = true;
+      for (int r : read) independent &= r != g && !DependsOn(r, g);
+      if (independent) return g;
+    }
+    return -1;
   }
 
   // Other pointwise groups of the same space that `n` reads directly join

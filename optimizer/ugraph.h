@@ -201,7 +201,8 @@ enum class MatmulAlgorithm : uint8_t {
 };
 
 struct MatmulTiles {
-  int64_t m = 64, n = 64, k = 32;  // kWarpDot: m = all rows, n = columns per block
+  // kWarpDot: m = all rows, n = columns per block, k = columns each thread sums
+  int64_t m = 64, n = 64, k = 32;
   MatmulAlgorithm algorithm = MatmulAlgorithm::kSimt;
   DType dtype = DType::kF32;  // of the product (its operands are rounded to it)
 };

@@ -259,6 +259,58 @@ void EncodeQ4_0(const float* x, uint8_t* out) {
   for (int j = 0; j < 16; ++j) out[2 + j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
 }
 
+// Q4_K: each sub-block of 32 spans [min(0, lo), hi] in 15 steps; its step
+// and its (non-negative) offset are 6-bit multiples of the super-block's
+// f16 d and dmin, fitted to the largest of each. The values are then
+// rounded against the stored scales, so decoding reconstructs each to
+// within half a step. (llama.cpp's own encoder searches the scales
+// iteratively for a lower error; any encoder's blocks decode the same way.)
+void EncodeQ4_K(const float* x, uint8_t* out) {
+  float step[8], offset[8];
+  float max_step = 0, max_offset = 0;
+  for (int s = 0; s < 8; ++s) {
+    float lo = 0, hi = 0;
+    for (int i = 0; i < 32; ++i) {
+      lo = std::min(lo, x[s * 32 + i]);
+      hi = std::max(hi, x[s * 32 + i]);
+    }
+    step[s] = (hi - lo) / 15.0f;
+    offset[s] = -lo;
+    max_step = std::max(max_step, step[s]);
+    max_offset = std::max(max_offset, offset[s]);
+  }
+  StoreF16(max_step / 63.0f, out);
+  StoreF16(max_offset / 63.0f, out + 2);
+  const float d = F16At(out), dmin = F16At(out + 2);
+  uint8_t* packed = out + 4;
+  std::memset(packed, 0, 12);
+  uint8_t* qs = out + 16;
+  std::memset(qs, 0, 128);
+  for (int s = 0; s < 8; ++s) {
+    const auto six_bits = [](float v, float unit) {
+      return unit > 0 ? static_cast<int>(std::clamp(std::nearbyint(v / unit), 0.0f, 63.0f)) : 0;
+    };
+    // A step that rounds down would clip the sub-block's top: round it up.
+    int sc = six_bits(step[s], d);
+    if (sc < 63 && d * static_cast<float>(sc) * 15.0f < step[s] * 15.0f) ++sc;
+    const int m = six_bits(offset[s], dmin);
+    if (s < 4) {
+      packed[s] = static_cast<uint8_t>(sc);
+      packed[s + 4] = static_cast<uint8_t>(m);
+    } else {
+      packed[s + 4] = static_cast<uint8_t>((sc & 0x0F) | ((m & 0x0F) << 4));
+      packed[s - 4] |= static_cast<uint8_t>((sc >> 4) << 6);
+      packed[s] |= static_cast<uint8_t>((m >> 4) << 6);
+    }
+    const float ds = d * static_cast<float>(sc), dm = dmin * static_cast<float>(m);
+    for (int i = 0; i < 32; ++i) {
+      const int e = s * 32 + i;
+      const int q = ds > 0 ? static_cast<int>(std::clamp(std::nearbyint((x[e] + dm) / ds), 0.0f, 15.0f)) : 0;
+      qs[(e / 64) * 32 + e % 32] |= static_cast<uint8_t>(q << (4 * ((e % 64) / 32)));
+    }
+  }
+}
+
 }  // namespace
 
 const QuantFormatInfo& QuantInfo(QuantFormat format) {
@@ -283,13 +335,15 @@ void DecodeQuantBlocks(QuantFormat format, const uint8_t* bytes, int64_t blocks,
   for (int64_t i = 0; i < blocks; ++i) decode(bytes + i * info.block_bytes, out + i * info.block_size);
 }
 
-bool CanQuantize(QuantFormat format) { return format == QuantFormat::kQ8_0 || format == QuantFormat::kQ4_0; }
+bool CanQuantize(QuantFormat format) {
+  return format == QuantFormat::kQ8_0 || format == QuantFormat::kQ4_0 || format == QuantFormat::kQ4_K;
+}
 
 absl::Status EncodeQuantBlocks(QuantFormat format, absl::Span<const float> in, absl::Span<uint8_t> out) {
   const QuantFormatInfo& info = QuantInfo(format);
   if (!CanQuantize(format)) {
     return absl::UnimplementedError(
-        absl::StrCat("quantizing to ", info.name, " is not implemented (kiln quantizes to Q8_0 and Q4_0)"));
+        absl::StrCat("quantizing to ", info.name, " is not implemented (kiln quantizes to Q8_0, Q4_0 and Q4_K)"));
   }
   const int64_t n = static_cast<int64_t>(in.size());
   if (n % info.block_size != 0 || static_cast<int64_t>(out.size()) != n / info.block_size * info.block_bytes) {
@@ -306,10 +360,10 @@ absl::Status EncodeQuantBlocks(QuantFormat format, absl::Span<const float> in, a
   for (int64_t b = 0; b < n / info.block_size; ++b) {
     const float* x = in.data() + b * info.block_size;
     uint8_t* o = out.data() + b * info.block_bytes;
-    if (format == QuantFormat::kQ8_0) {
-      EncodeQ8_0(x, o);
-    } else {
-      EncodeQ4_0(x, o);
+    switch (format) {
+      case QuantFormat::kQ8_0: EncodeQ8_0(x, o); break;
+      case QuantFormat::kQ4_0: EncodeQ4_0(x, o); break;
+      default: EncodeQ4_K(x, o); break;
     }
   }
   return absl::OkStatus();

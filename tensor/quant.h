@@ -58,12 +58,14 @@ const char* QuantFormatNames();
 // values.
 void DecodeQuantBlocks(QuantFormat format, const uint8_t* bytes, int64_t blocks, float* out);
 
-// Whether EncodeQuantBlocks encodes `format` (Q8_0 and Q4_0).
+// Whether EncodeQuantBlocks encodes `format` (Q8_0, Q4_0 and Q4_K).
 bool CanQuantize(QuantFormat format);
-// Encodes in.size() values (whole blocks) into exactly the bytes they take,
-// as gguf-py's quantize does: Q8_0 scales each block by its largest
-// magnitude / 127 and rounds half away from zero; Q4_0 by its value of
-// largest magnitude / -8, offset by 8.5 and truncated. InvalidArgument for
+// Encodes in.size() values (whole blocks) into exactly the bytes they take.
+// Q8_0 and Q4_0 as gguf-py's quantize does: Q8_0 scales each block by its
+// largest magnitude / 127 and rounds half away from zero; Q4_0 by its value
+// of largest magnitude / -8, offset by 8.5 and truncated. Q4_K (which
+// gguf-py does not encode) fits each sub-block's range with 6-bit scales
+// and mins; every value decodes to within half its sub-block's step. InvalidArgument for
 // sizes that disagree and for NaN or infinite values (their bytes would be
 // meaningless); Unimplemented for formats CanQuantize refuses.
 absl::Status EncodeQuantBlocks(QuantFormat format, absl::Span<const float> in, absl::Span<uint8_t> out);

@@ -444,6 +444,35 @@ absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
   return absl::OkStatus();
 }
 
+// The threads that share output columns of a warp-dot product: `count` of
+// them (a power of two), the columns' K split among them in turn; `first` is
+// the expression for this thread's place among them. Each sums `columns`
+// adjacent columns n .. n + columns - 1 (acc[m * columns + c]), reading A
+// once for all of them.
+struct ColumnLanes {
+  std::string first;
+  int64_t count = 32;
+  int64_t columns = 1;
+};
+
+// Accumulator (m, c)'s name.
+std::string AccOf(const ColumnLanes& lanes, int64_t m, const std::string& c) {
+  return lanes.columns == 1 ? absl::StrCat("acc[", m, "]") : absl::StrCat("acc[", m * lanes.columns, " + ", c, "]");
+}
+
+// Opens `for (c ...)` over a thread's columns, with `nc` its column clamped
+// into the matrix (a column past N is read but never stored); for one column,
+// `nc` is n and no loop opens. Close with CloseColumns.
+void OpenColumns(Emitter& e, const ColumnLanes& lanes) {
+  if (lanes.columns == 1) return;
+  e.Line("#pragma unroll");
+  e.Open(absl::StrCat("for (int c = 0; c < ", lanes.columns, "; ++c)"));
+  e.Line("const i64 nc = n + c < N ? n + c : N - 1;");
+}
+void CloseColumns(Emitter& e, const ColumnLanes& lanes) {
+  if (lanes.columns > 1) e.Close();
+}
+
 // Where B's column is contiguous along k (a weight stored [N, K], as
 // linear layers keep it), each lane reads 16 bytes of it at once: a warp
 // then has eight times the bytes in flight of one element per lane, which
@@ -453,8 +482,8 @@ absl::Status GeneratePipelinedMma(Emitter& e, const BlockGraph& b) {
 // loop runs where K is a multiple of the vector and every row starts
 // 16-byte aligned (checked on the GPU); the scalar loop otherwise. Emits
 // nothing (returns false) where B is not contiguous along k.
-bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::string>& batch, int64_t split,
-                       const std::function<void()>& scalar_loop) {
+bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::string>& batch,
+                       const ColumnLanes& lanes, const std::function<void()>& scalar_loop) {
   const ugraph::View& av = b.inputs[0].view;
   const ugraph::View& bv = b.inputs[1].view;
   const DType dtype = b.tiles.dtype;
@@ -473,8 +502,17 @@ bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::s
   const auto rounded = [&](DType stored, const std::string& v) {
     return stored == dtype ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
   };
-  e.Linef("const i64 b_col = ", e.Offset(bv, With(batch, "0LL", "n")), ";");
-  std::string aligned = absl::StrCat("K % ", width, " == 0 && aligned16(p.t[", bs, "], b_col, ", eb, ")");
+  std::string aligned = absl::StrCat("K % ", width, " == 0");
+  if (lanes.columns == 1) {
+    e.Linef("const i64 b_col = ", e.Offset(bv, With(batch, "0LL", "n")), ";");
+    absl::StrAppend(&aligned, " && aligned16(p.t[", bs, "], b_col, ", eb, ")");
+  } else {
+    e.Linef("i64 b_col[", lanes.columns, "];");
+    OpenColumns(e, lanes);
+    e.Linef("b_col[c] = ", e.Offset(bv, With(batch, "0LL", "nc")), ";");
+    CloseColumns(e, lanes);
+    for (int64_t c = 0; c < lanes.columns; ++c) absl::StrAppend(&aligned, " && aligned16(p.t[", bs, "], b_col[", c, "], ", eb, ")");
+  }
   if (a_vectors > 0) {
     for (int64_t m = 0; m < rows; ++m) {
       e.Linef("const i64 a_row", m, " = ", e.Offset(av, With(batch, absl::StrCat(m, "LL"), "0LL")), ";");
@@ -483,29 +521,36 @@ bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::s
   }
   e.Open(absl::StrCat("if (", aligned, ")"));
   e.Line("#pragma unroll 4");
-  e.Open(absl::StrCat("for (i64 k0 = ", split > 1 ? "(lane + 32 * part)" : "lane", " * ", width, "; k0 < K; k0 += ",
-                      32 * width * split, ")"));
-  e.Linef("const uint4 bv = load16_bits(p.t[", bs, "], b_col + k0, ", eb, ");");
+  e.Open(absl::StrCat("for (i64 k0 = ", lanes.first, " * ", width, "; k0 < K; k0 += ", lanes.count * width, ")"));
+  const int per = a_vectors > 0 ? 16 / ea : 0;
+  const auto load_a = [&](int64_t m) {
+    e.Linef("uint4 a", m, "[", a_vectors, "];");
+    e.Linef("for (int q = 0; q < ", a_vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
+            " + k0 + q * ", per, ", ", ea, ");");
+  };
+  const auto a_value = [&](int64_t m) {
+    return a_vectors > 0
+               ? rounded(a_stored, absl::StrCat("bits_to_", DTypeSuffix(a_stored), "(vector_bits(a", m, "[j / ", per,
+                                                "], j % ", per, ", ", ea, "))"))
+               : rounded(a_stored, absl::StrCat("load_", DTypeSuffix(a_stored), "(p.t[", as, "], ",
+                                                e.Offset(av, With(batch, absl::StrCat(m, "LL"), "k0 + j")), ")"));
+  };
+  // With several columns, A's vectors are loaded once, before the columns'.
+  if (lanes.columns > 1 && a_vectors > 0) {
+    for (int64_t m = 0; m < rows; ++m) load_a(m);
+  }
+  OpenColumns(e, lanes);
+  e.Linef("const uint4 bv = load16_bits(p.t[", bs, "], ", lanes.columns == 1 ? "b_col" : "b_col[c]", " + k0, ", eb,
+          ");");
   e.Linef("float bk[", width, "];");
   e.Linef("for (int j = 0; j < ", width, "; ++j) bk[j] = ",
           rounded(b_stored, absl::StrCat("bits_to_", DTypeSuffix(b_stored), "(vector_bits(bv, j, ", eb, "))")), ";");
   for (int64_t m = 0; m < rows; ++m) {
-    if (a_vectors > 0) {
-      const int per = 16 / ea;
-      e.Linef("uint4 a", m, "[", a_vectors, "];");
-      e.Linef("for (int q = 0; q < ", a_vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
-              " + k0 + q * ", per, ", ", ea, ");");
-      e.Linef("for (int j = 0; j < ", width, "; ++j) acc[", m, "] = fmaf(",
-              rounded(a_stored, absl::StrCat("bits_to_", DTypeSuffix(a_stored), "(vector_bits(a", m, "[j / ", per,
-                                             "], j % ", per, ", ", ea, "))")),
-              ", bk[j], acc[", m, "]);");
-    } else {
-      e.Linef("for (int j = 0; j < ", width, "; ++j) acc[", m, "] = fmaf(",
-              rounded(a_stored, absl::StrCat("load_", DTypeSuffix(a_stored), "(p.t[", as, "], ",
-                                             e.Offset(av, With(batch, absl::StrCat(m, "LL"), "k0 + j")), ")")),
-              ", bk[j], acc[", m, "]);");
-    }
+    if (lanes.columns == 1 && a_vectors > 0) load_a(m);
+    const std::string acc = AccOf(lanes, m, "c");
+    e.Linef("for (int j = 0; j < ", width, "; ++j) ", acc, " = fmaf(", a_value(m), ", bk[j], ", acc, ");");
   }
+  CloseColumns(e, lanes);
   e.Close();
   e.Close();
   e.Open("else");
@@ -522,7 +567,8 @@ bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::s
 // decoded values are rounded as the dequantize op rounds them, then to the
 // product's dtype; W is never stored unpacked. The A rows are read 16 bytes
 // at a time where they are contiguous along k and 16-byte aligned.
-void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::string>& batch, int64_t split) {
+void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::string>& batch,
+                      const ColumnLanes& lanes) {
   const ugraph::View& av = b.inputs[0].view;
   const ugraph::View& bv = b.inputs[1].view;
   const ugraph::QuantRead& quant = *b.inputs[1].quant;
@@ -532,9 +578,19 @@ void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::st
   const int r = av.shape.rank();
   const int64_t rows = b.tiles.m;
   const int as = e.Slot(av.tensor);
-  std::vector<std::string> first_value = e.Invert(bv, With(batch, "0LL", "n"));
-  first_value.back() = "0LL";
-  e.Linef("const unsigned char* b_row = ", BlockBytes(e, bv.tensor, e.TensorOffset(bv.tensor, first_value)), ";");
+  const auto row_bytes = [&](const std::string& column) {
+    std::vector<std::string> first_value = e.Invert(bv, With(batch, "0LL", column));
+    first_value.back() = "0LL";
+    return BlockBytes(e, bv.tensor, e.TensorOffset(bv.tensor, first_value));
+  };
+  if (lanes.columns == 1) {
+    e.Linef("const unsigned char* b_row = ", row_bytes("n"), ";");
+  } else {
+    e.Linef("const unsigned char* b_rows[", lanes.columns, "];");
+    OpenColumns(e, lanes);
+    e.Linef("b_rows[c] = ", row_bytes("nc"), ";");
+    CloseColumns(e, lanes);
+  }
   // The decoded dtype is the product's (matmul's operands share one).
   const std::string decoded = RoundedTo(quant.dtype, "bk[j]");
   const auto a_value = [&](const std::string& v) {
@@ -543,31 +599,39 @@ void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::st
   // One pass over K; `vector_a`: A's eight values in 16-byte loads.
   const auto loop = [&](bool vector_a) {
     e.Line("#pragma unroll 2");
-    e.Open(absl::StrCat("for (i64 k0 = (", split > 1 ? "lane + 32 * part" : "lane", ") * 8; k0 < K; k0 += ",
-                        32 * 8 * split, ")"));
+    e.Open(absl::StrCat("for (i64 k0 = ", lanes.first, " * 8; k0 < K; k0 += ", lanes.count * 8, ")"));
+    const int per = 16 / ea, vectors = 8 / per;
+    const auto load_a = [&](int64_t m) {
+      e.Linef("uint4 a", m, "[", vectors, "];");
+      e.Linef("for (int q = 0; q < ", vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
+              " + k0 + q * ", per, ", ", ea, ");");
+    };
+    if (lanes.columns > 1 && vector_a) {
+      for (int64_t m = 0; m < rows; ++m) load_a(m);
+    }
+    OpenColumns(e, lanes);
     e.Line("float bk[8];");
-    e.Linef("dequant8_", QuantDecoderName(quant.format), "(b_row, k0, bk);");
+    e.Linef("dequant8_", QuantDecoderName(quant.format), "(", lanes.columns == 1 ? "b_row" : "b_rows[c]", ", k0, bk);");
     if (decoded != "bk[j]") e.Linef("for (int j = 0; j < 8; ++j) bk[j] = ", decoded, ";");
     for (int64_t m = 0; m < rows; ++m) {
+      const std::string acc = AccOf(lanes, m, "c");
       if (vector_a) {
-        const int per = 16 / ea, vectors = 8 / per;
-        e.Linef("uint4 a", m, "[", vectors, "];");
-        e.Linef("for (int q = 0; q < ", vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
-                " + k0 + q * ", per, ", ", ea, ");");
-        e.Linef("for (int j = 0; j < 8; ++j) acc[", m, "] = fmaf(",
+        if (lanes.columns == 1) load_a(m);
+        e.Linef("for (int j = 0; j < 8; ++j) ", acc, " = fmaf(",
                 a_value(absl::StrCat("bits_to_", DTypeSuffix(a_stored), "(vector_bits(a", m, "[j / ", per, "], j % ",
                                      per, ", ", ea, "))")),
-                ", bk[j], acc[", m, "]);");
+                ", bk[j], ", acc, ");");
       } else {
         // The offset's index arithmetic goes inside the loop over j.
         e.Open("for (int j = 0; j < 8; ++j)");
-        e.Linef("acc[", m, "] = fmaf(",
+        e.Linef(acc, " = fmaf(",
                 a_value(absl::StrCat("load_", DTypeSuffix(a_stored), "(p.t[", as, "], ",
                                      e.Offset(av, With(batch, absl::StrCat(m, "LL"), "k0 + j")), ")")),
-                ", bk[j], acc[", m, "]);");
+                ", bk[j], ", acc, ");");
         e.Close();
       }
     }
+    CloseColumns(e, lanes);
     e.Close();
   };
   if (ContiguousDim(e.graph(), av) != r - 1 || (ea != 2 && ea != 4)) {
@@ -588,13 +652,21 @@ void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::st
 }
 
 absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
-  // `split` warps share a column's K, their sums meeting in shared memory.
-  const int64_t rows = b.tiles.m, per_block = b.tiles.n;
-  const int64_t split = per_block > 0 ? b.threads / (32 * per_block) : 0;
-  if (per_block < 1 || b.threads != 32 * per_block * split || split > 8 || rows < 1 || rows > 8) {
+  // `per_block` columns a block, `columns` of them summed by each thread; a
+  // group of threads shares their K: lanes within a warp (short K), or
+  // `split` whole warps whose sums meet in shared memory.
+  const int64_t rows = b.tiles.m, per_block = b.tiles.n, columns = b.tiles.k;
+  const int64_t groups = columns > 0 && per_block % columns == 0 ? per_block / columns : 0;
+  const int64_t per_column = groups > 0 ? b.threads / groups : 0;
+  const bool power_of_two = per_column > 0 && (per_column & (per_column - 1)) == 0;
+  const int64_t split = per_column / 32;
+  if (groups < 1 || b.threads != per_column * groups || !power_of_two || split > 8 || rows < 1 || rows > 8 ||
+      rows * columns > 32) {
     return absl::UnimplementedError(
-        "codegen: warp-dot matmul needs 1-8 whole warps per column and 1-8 rows");
+        "codegen: warp-dot matmul needs a power of two of lanes per column group (at most 8 warps), 1-8 rows and "
+        "at most 32 sums a thread");
   }
+  const int64_t sums = rows * columns;  // accumulators a thread
   const ugraph::View& av = b.inputs[0].view;
   const ugraph::View& bv = b.inputs[1].view;
   const DType dtype = b.tiles.dtype;
@@ -614,55 +686,72 @@ absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
           e.DimExpr(a[r - 1]), ";");
   e.Linef("const i64 batches = ", e.NumelExpr(batch_shape), ";");
   e.Line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  ColumnLanes lanes;
   if (split > 1) {
     e.Linef("const int col = warp / ", split, ", part = warp % ", split, ";");
-    e.Linef("__shared__ ", ct, " split_sums[", rows, "][", per_block * split, "];");
-  } else {
+    e.Linef("__shared__ ", ct, " split_sums[", sums, "][", groups * split, "];");
+    lanes = {"(lane + 32 * part)", per_column, columns};
+  } else if (split == 1) {
     e.Line("const int col = warp;");
+    lanes = {"lane", 32, columns};
+  } else {
+    e.Linef("const int col = warp * ", 32 / per_column, " + lane / ", per_column, ", part = lane % ", per_column,
+            ";");
+    lanes = {"part", per_column, columns};
   }
   e.Open("for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z)");
   const std::vector<std::string> batch = e.Unravel("bz", batch_shape);
   // The block's warps take their columns together (they meet at barriers).
   e.Open(absl::StrCat("for (i64 n0 = static_cast<i64>(blockIdx.x) * ", per_block,
                       "; n0 < N; n0 += static_cast<i64>(gridDim.x) * ", per_block, ")"));
-  e.Line("const i64 n = n0 + col;");
-  e.Linef(ct, " acc[", rows, "];");
-  e.Linef("for (int m = 0; m < ", rows, "; ++m) acc[m] = 0;");
-  const std::string first = split > 1 ? "lane + 32 * part" : "lane";
+  e.Line(columns == 1 ? "const i64 n = n0 + col;" : absl::StrCat("const i64 n = n0 + col * ", columns, ";"));
+  e.Linef(ct, " acc[", sums, "];");
+  e.Linef("for (int m = 0; m < ", sums, "; ++m) acc[m] = 0;");
   const auto scalar_loop = [&] {
     e.Line("#pragma unroll 4");
-    e.Open(absl::StrCat("for (i64 k = ", first, "; k < K; k += ", 32 * split, ")"));
-    e.Linef("const ", ct, " bk = ", read(bv, With(batch, "k", "n")), ";");
+    e.Open(absl::StrCat("for (i64 k = ", split > 1 ? "lane + 32 * part" : lanes.first, "; k < K; k += ",
+                        lanes.count, ")"));
+    OpenColumns(e, lanes);
+    e.Linef("const ", ct, " bk = ", read(bv, With(batch, "k", columns == 1 ? "n" : "nc")), ";");
     for (int64_t m = 0; m < rows; ++m) {
       const std::string row = absl::StrCat(m, "LL");
-      e.Linef("acc[", m, "] = ", is_float ? "fmaf(" : "op_add(acc[" + std::to_string(m) + "], op_mul(",
-              read(av, With(batch, row, "k")), ", bk", is_float ? absl::StrCat(", acc[", m, "]);") : "));");
+      const std::string acc = AccOf(lanes, m, "c");
+      e.Linef(acc, " = ", is_float ? "fmaf(" : absl::StrCat("op_add(", acc, ", op_mul("),
+              read(av, With(batch, row, "k")), ", bk", is_float ? absl::StrCat(", ", acc, ");") : "));");
     }
+    CloseColumns(e, lanes);
     e.Close();
   };
   e.Open("if (n < N)");
   if (b.inputs[1].quant) {
-    EmitQuantWarpDot(e, b, batch, split);
-  } else if (!EmitVectorWarpDot(e, b, batch, split, scalar_loop)) {
+    EmitQuantWarpDot(e, b, batch, lanes);
+  } else if (!EmitVectorWarpDot(e, b, batch, lanes, scalar_loop)) {
     scalar_loop();
   }
   e.Close();
-  e.Linef("for (int m = 0; m < ", rows, "; ++m) acc[m] = warp_reduce<false>(acc[m]);");
+  if (split >= 1) {
+    e.Linef("for (int m = 0; m < ", sums, "; ++m) acc[m] = warp_reduce<false>(acc[m]);");
+  } else {
+    e.Linef("for (int m = 0; m < ", sums, "; ++m) acc[m] = lanes_reduce<false, ", per_column, ">(acc[m]);");
+  }
   if (split > 1) {
-    e.Linef("if (lane == 0) for (int m = 0; m < ", rows, "; ++m) split_sums[m][warp] = acc[m];");
+    e.Linef("if (lane == 0) for (int m = 0; m < ", sums, "; ++m) split_sums[m][warp] = acc[m];");
     e.Line("__syncthreads();");
-    e.Linef("for (int m = 0; m < ", rows, "; ++m) {");
+    e.Linef("for (int m = 0; m < ", sums, "; ++m) {");
     e.Linef("  acc[m] = split_sums[m][col * ", split, "];");
     e.Linef("  for (int i = 1; i < ", split, "; ++i) acc[m] ", is_float ? "+= " : "= op_add(acc[m], ",
             "split_sums[m][col * ", split, " + i]", is_float ? ";" : ");");
     e.Line("}");
     e.Line("__syncthreads();");
   }
-  e.Open(split > 1 ? "if (lane == 0 && part == 0)" : "if (lane == 0)");
+  e.Open(split > 1 ? "if (lane == 0 && part == 0)" : split == 1 ? "if (lane == 0)" : "if (part == 0)");
   Operands o;
   o.batch = batch;
   for (int64_t m = 0; m < rows; ++m) {
-    Epilogue(e, b, o, absl::StrCat(m, "LL"), "n", absl::StrCat("acc[", m, "]"));
+    for (int64_t c = 0; c < columns; ++c) {
+      Epilogue(e, b, o, absl::StrCat(m, "LL"), columns == 1 ? "n" : absl::StrCat("(n + ", c, ")"),
+               absl::StrCat("acc[", m * columns + c, "]"));
+    }
   }
   e.Close();
   e.Close();

@@ -4,7 +4,9 @@
 //   dequant_<format>(row, c): value c of a row of whole blocks (u8,
 //     contiguous, 2-byte aligned: every format's block is an even size);
 //   dequant8_<format>(row, k, out): values k .. k + 7 of a row, k a multiple
-//     of 8 (so one block holds them all), the block found once.
+//     of 8 (so one block holds them all), the block found once and, for
+//     Q8_0, Q4_0, Q4_K and Q6_K, its scales read once and its bits 16 at a
+//     time.
 // The products and sums are __fmul_rn / __fadd_rn, so NVRTC cannot contract
 // them into a fused multiply-add, which would round once and change low bits.
 #pragma once
@@ -110,15 +112,78 @@ __device__ __forceinline__ float dequant_q6_k_in(const unsigned char* b, int e) 
   return __fmul_rn(ds, static_cast<float>(q - 32));
 }
 
+// Eight bytes at a 2-byte aligned address, as four 16-bit loads, byte i in
+// bits 8i of the result.
+__device__ __forceinline__ unsigned long long quant_bytes8(const unsigned char* p) {
+  const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+  return static_cast<unsigned long long>(h[0]) | (static_cast<unsigned long long>(h[1]) << 16) |
+         (static_cast<unsigned long long>(h[2]) << 32) | (static_cast<unsigned long long>(h[3]) << 48);
+}
+
+__device__ __forceinline__ int quant_byte(unsigned long long v, int i) { return static_cast<int>((v >> (8 * i)) & 0xFF); }
+
+// Eight values e .. e + 7 of a block (e a multiple of 8), its scales read
+// once and its bits in 16-bit loads: the same products as the _in forms.
+__device__ __forceinline__ void dequant8_q8_0_in(const unsigned char* b, int e, float* out) {
+  const float d = quant_f16_at(b);
+  const unsigned long long q = quant_bytes8(b + 2 + e);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out[j] = __fmul_rn(static_cast<float>(static_cast<signed char>(quant_byte(q, j))), d);
+}
+
+__device__ __forceinline__ void dequant8_q4_0_in(const unsigned char* b, int e, float* out) {
+  const float d = quant_f16_at(b);
+  const unsigned long long q = quant_bytes8(b + 2 + e % 16);
+  const int shift = e < 16 ? 0 : 4;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out[j] = __fmul_rn(d, static_cast<float>(((quant_byte(q, j) >> shift) & 0x0F) - 8));
+}
+
+__device__ __forceinline__ void dequant8_q4_k_in(const unsigned char* b, int e, float* out) {
+  int sc, m;
+  quant_k_scale_min(b + 4, e / 32, &sc, &m);
+  const float ds = __fmul_rn(quant_f16_at(b), static_cast<float>(sc));
+  const float dm = __fmul_rn(quant_f16_at(b + 2), static_cast<float>(m));
+  const unsigned long long q = quant_bytes8(b + 16 + (e / 64) * 32 + e % 32);
+  const int shift = 4 * ((e % 64) / 32);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    out[j] = __fsub_rn(__fmul_rn(ds, static_cast<float>((quant_byte(q, j) >> shift) & 0x0F)), dm);
+  }
+}
+
+__device__ __forceinline__ void dequant8_q6_k_in(const unsigned char* b, int e, float* out) {
+  const float ds = __fmul_rn(quant_f16_at(b + 208), static_cast<float>(static_cast<signed char>(b[192 + e / 16])));
+  const unsigned long long low = quant_bytes8(b + (e / 128) * 64 + e % 64);
+  const unsigned long long high = quant_bytes8(b + 128 + (e / 128) * 32 + e % 32);
+  const int low_shift = 4 * ((e % 128) / 64), high_shift = 2 * ((e % 128) / 32);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int q = ((quant_byte(low, j) >> low_shift) & 0x0F) | (((quant_byte(high, j) >> high_shift) & 3) << 4);
+    out[j] = __fmul_rn(ds, static_cast<float>(q - 32));
+  }
+}
+
+// The other formats' eight values, one by one.
+#define KILN_QUANT_EIGHT_BY_ONE(name)                                                                       \
+  __device__ __forceinline__ void dequant8_##name##_in(const unsigned char* b, int e, float* out) {          \
+    _Pragma("unroll") for (int j = 0; j < 8; ++j) out[j] = dequant_##name##_in(b, e + j);                  \
+  }
+KILN_QUANT_EIGHT_BY_ONE(q4_1)
+KILN_QUANT_EIGHT_BY_ONE(q5_0)
+KILN_QUANT_EIGHT_BY_ONE(q5_1)
+KILN_QUANT_EIGHT_BY_ONE(q2_k)
+KILN_QUANT_EIGHT_BY_ONE(q3_k)
+KILN_QUANT_EIGHT_BY_ONE(q5_k)
+#undef KILN_QUANT_EIGHT_BY_ONE
+
 // The row-level forms, from each format's values and bytes per block.
 #define KILN_QUANT_ROW_DECODERS(name, values, bytes)                                                       \
   __device__ __forceinline__ float dequant_##name(const unsigned char* row, i64 c) {                         \
     return dequant_##name##_in(row + (c / values) * bytes, static_cast<int>(c % values));                  \
   }                                                                                                        \
   __device__ __forceinline__ void dequant8_##name(const unsigned char* row, i64 k, float* out) {             \
-    const unsigned char* b = row + (k / values) * bytes;                                                   \
-    const int e = static_cast<int>(k % values);                                                            \
-    _Pragma("unroll") for (int j = 0; j < 8; ++j) out[j] = dequant_##name##_in(b, e + j);                  \
+    dequant8_##name##_in(row + (k / values) * bytes, static_cast<int>(k % values), out);                   \
   }
 KILN_QUANT_ROW_DECODERS(q8_0, 32, 34)
 KILN_QUANT_ROW_DECODERS(q4_0, 32, 18)

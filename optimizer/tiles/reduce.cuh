@@ -26,6 +26,15 @@ __device__ __forceinline__ T warp_reduce(T v) {
   return v;
 }
 
+// Over each aligned group of kLanes lanes (a power of two up to 32): every
+// lane gets its group's result.
+template <bool kMax, int kLanes, typename T>
+__device__ __forceinline__ T lanes_reduce(T v) {
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) v = combine<kMax>(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
 // Over the four lanes of a quad (4q .. 4q + 3), which hold one row of an
 // mma.sync accumulator fragment.
 template <bool kMax, typename T>

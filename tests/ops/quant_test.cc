@@ -200,7 +200,51 @@ TEST(EncodeQuantBlocks, RoundTripsWithinTheFormatsStep) {
   }
 }
 
-TEST(EncodeQuantBlocks, RefusesNonFiniteValuesWrongSizesAndKQuants) {
+TEST(EncodeQ4_K, DecodesEachValueWithinHalfItsSubBlocksStep) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> x(256 * 9);
+  for (float& v : x) v = normal(rng);
+  // A sub-block of one sign, a sub-block that is constant, and one of zeros:
+  // their offsets and steps are at the edges of the fit.
+  for (int i = 0; i < 32; ++i) x[32 + i] = 0.03f + 0.001f * static_cast<float>(i);
+  for (int i = 0; i < 32; ++i) x[64 + i] = -0.05f;
+  for (int i = 0; i < 32; ++i) x[96 + i] = 0.0f;
+  const std::vector<uint8_t> b = Encode(QuantFormat::kQ4_K, x);
+  std::vector<float> back(x.size());
+  DecodeQuantBlocks(QuantFormat::kQ4_K, b.data(), static_cast<int64_t>(x.size() / 256), back.data());
+  for (size_t blk = 0; blk < x.size() / 256; ++blk) {
+    float max_step = 0, max_offset = 0;
+    for (int s = 0; s < 8; ++s) {
+      float lo = 0, hi = 0;
+      for (int i = 0; i < 32; ++i) {
+        lo = std::min(lo, x[blk * 256 + s * 32 + i]);
+        hi = std::max(hi, x[blk * 256 + s * 32 + i]);
+      }
+      max_step = std::max(max_step, (hi - lo) / 15);
+      max_offset = std::max(max_offset, -lo);
+    }
+    for (int s = 0; s < 8; ++s) {
+      float lo = 0, hi = 0;
+      for (int i = 0; i < 32; ++i) {
+        lo = std::min(lo, x[blk * 256 + s * 32 + i]);
+        hi = std::max(hi, x[blk * 256 + s * 32 + i]);
+      }
+      // Half the sub-block's step, which is a 6-bit multiple of the block's
+      // largest step / 63, plus half of the offset's own unit.
+      const float bound = 0.5f * ((hi - lo) / 15 + max_step / 63) + 0.5f * max_offset / 63 + 1e-3f * max_step;
+      for (int i = 0; i < 32; ++i) {
+        const size_t e = blk * 256 + s * 32 + i;
+        ASSERT_NEAR(back[e], x[e], bound) << "block " << blk << " sub-block " << s << " value " << i;
+      }
+    }
+  }
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(back[96 + i], 0.0f) << i;
+  const std::vector<uint8_t> zeros = Encode(QuantFormat::kQ4_K, std::vector<float>(256, 0.0f));
+  for (uint8_t v : zeros) EXPECT_EQ(v, 0);
+}
+
+TEST(EncodeQuantBlocks, RefusesNonFiniteValuesWrongSizesAndOtherKQuants) {
   std::vector<float> x(32, 1.0f);
   std::vector<uint8_t> out(34);
   x[5] = std::nanf("");
@@ -209,9 +253,12 @@ TEST(EncodeQuantBlocks, RefusesNonFiniteValuesWrongSizesAndKQuants) {
   std::vector<uint8_t> short_out(33);
   EXPECT_EQ(EncodeQuantBlocks(QuantFormat::kQ8_0, x, absl::MakeSpan(short_out)).code(),
             absl::StatusCode::kInvalidArgument);
-  std::vector<uint8_t> k(144);
-  EXPECT_EQ(EncodeQuantBlocks(QuantFormat::kQ4_K, std::vector<float>(256, 1.0f), absl::MakeSpan(k)).code(),
+  std::vector<uint8_t> k(210);
+  EXPECT_EQ(EncodeQuantBlocks(QuantFormat::kQ6_K, std::vector<float>(256, 1.0f), absl::MakeSpan(k)).code(),
             absl::StatusCode::kUnimplemented);
+  std::vector<uint8_t> k4(144);
+  EXPECT_EQ(EncodeQuantBlocks(QuantFormat::kQ4_K, std::vector<float>(32, 1.0f), absl::MakeSpan(k4)).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(QuantizeOnHost, PacksRowsTheOpDecodes) {

@@ -23,12 +23,25 @@ TEST_P(CodegenCompile, EveryKernelCompiles) {
   const std::vector<Tensor> outputs = c.build(testing::MakeInputs(c, 1, Device::Cpu()));
   absl::StatusOr<Trace> trace = Trace::Collect(outputs);
   ASSERT_TRUE(trace.ok()) << trace.status();
-  // Products also as LowerOptions::pipelined_products lowers them.
+  // Products also as LowerOptions::pipelined_products lowers them, and
+  // decode products with three columns a thread (the last group's columns
+  // past N clamped).
   const bool product = c.name.rfind("matmul/", 0) == 0;
-  for (const bool pipelined : product ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-    SCOPED_TRACE(pipelined ? "pipelined products" : "default lowering");
+  const bool decoded_product = c.name.find("_product") != std::string::npos;
+  struct Variant {
+    const char* name;
+    bool pipelined;
+    int64_t decode_columns;
+  };
+  std::vector<Variant> variants = {{"default lowering", false, 1}};
+  if (product) variants.push_back({"pipelined products", true, 1});
+  if (product || decoded_product) variants.push_back({"three decode columns a thread", false, 3});
+  for (const Variant& variant : variants) {
+    SCOPED_TRACE(variant.name);
+    const bool pipelined = variant.pipelined;
     lowering::LowerOptions options;
     options.pipelined_products = pipelined;
+    options.decode_columns = variant.decode_columns;
     absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(*trace, options);
     ASSERT_TRUE(lowered.ok()) << lowered.status();
     ASSERT_TRUE(ugraph::Validate(lowered->graph).ok())

@@ -244,6 +244,16 @@ void AddMatmul(Builder& b) {
            In(dt, {1, 129}, -1, 1)},
           [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1]) + x[2]}; },
           dt, true);
+    // Decode against short transposed columns (attention's scores over a
+    // 64-wide head; 24 values): a group of lanes within a warp per column.
+    b.Add(absl::StrCat("matmul/", DTypeName(dt), "/decode_short_k"),
+          {In(dt, {4, 64}, -1, 1), In(dt, {64, 129}, -1, 1, InputSpec::Layout::kTransposed)},
+          [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }, dt, true);
+    b.Add(absl::StrCat("matmul/", DTypeName(dt), "/decode_k24"),
+          {In(dt, {2, 24}, -1, 1), In(dt, {24, 70}, -1, 1, InputSpec::Layout::kTransposed),
+           In(dt, {2, 70}, -1, 1)},
+          [](const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1]) + x[2]}; },
+          dt, true);
     // Prefill-sized products (the pipelined tensor-core kernel for f16 and
     // bf16): a transposed weight with K not a multiple of the 32-wide K tile,
     // odd K (element loads), B stored [K, N], a batch, and an f32 operand.

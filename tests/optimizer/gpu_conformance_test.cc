@@ -54,6 +54,19 @@ TEST_P(GpuConformanceUnpipelined, MatchesTheCpuReference) {
   gpu->set_pipelined_products(true);
 }
 
+// The products with three columns a thread of a decode product
+// (CudaExecutor::set_decode_columns), odd N included.
+class GpuConformanceDecodeColumns : public ::testing::TestWithParam<testing::ConformanceCase> {};
+
+TEST_P(GpuConformanceDecodeColumns, MatchesTheCpuReference) {
+  if (absl::Status s = InitCuda(); !s.ok()) GTEST_SKIP() << s;
+  std::shared_ptr<CudaExecutor> gpu = GetCudaExecutor();
+  gpu->set_poison_buffers(true);
+  gpu->set_decode_columns(3);
+  ExpectTheCpuReference(GetParam());
+  gpu->set_decode_columns(lowering::LowerOptions().decode_columns);
+}
+
 std::vector<testing::ConformanceCase> ProductCases() {
   std::vector<testing::ConformanceCase> cases;
   for (testing::ConformanceCase& c : testing::ConformanceCases(/*every_shape=*/true)) {
@@ -65,6 +78,9 @@ std::vector<testing::ConformanceCase> ProductCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(GpuOpsUnpipelined, GpuConformanceUnpipelined, ::testing::ValuesIn(ProductCases()),
+                         testing::TestName);
+
+INSTANTIATE_TEST_SUITE_P(GpuOpsDecodeColumns, GpuConformanceDecodeColumns, ::testing::ValuesIn(ProductCases()),
                          testing::TestName);
 
 INSTANTIATE_TEST_SUITE_P(GpuOps, GpuConformance,
