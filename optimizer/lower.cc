@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "optimizer/codegen/matmul_gen.h"
 #include "optimizer/partition.h"
 #include "optimizer/ugraph_json.h"
 #include "tensor/check.h"
@@ -449,11 +450,7 @@ class Lowering {
       // Decode: too few rows for tiles; threads stream B's columns.
       block_.threads = 256;
       const int64_t per_column = WarpDotThreadsPerColumn(k, b->dtype);
-      // Long columns: each thread sums `decode_columns` of them, reading A
-      // once for all.
-      const int64_t columns = per_column >= 128 ? std::max<int64_t>(1, options_.decode_columns) : 1;
-      block_.tiles = {m.value(), block_.threads / per_column * columns, columns, MatmulAlgorithm::kWarpDot,
-                      mm->dtype};
+      block_.tiles = {m.value(), block_.threads / per_column, 1, MatmulAlgorithm::kWarpDot, mm->dtype};
     } else if (half && options_.pipelined_products && m.is_concrete() && m.value() >= kPipelinedRows &&
                !partition_.decoded_in_loads.contains(ThroughViews(b))) {
       // Prefill: the pipelined kernel, on 128 x 128 tiles where they make
@@ -484,6 +481,16 @@ class Lowering {
     // Decoded blocks: a product that cannot decode them in its loads gets
     // them dequantized to a buffer instead.
     if (block_.inputs[ib].quant && !ugraph::DecodesQuantizedB(block_)) throw FusionError{ThroughViews(b)};
+    const ugraph::View& b_view = block_.inputs[ib].view;
+    const bool along_k = block_.inputs[ib].quant ? ugraph::ReadsRowsAlongK(b_view)
+                                                 : codegen::ContiguousDim(out_.graph, b_view) == r - 2;
+    if (block_.tiles.algorithm == MatmulAlgorithm::kWarpDot && block_.threads / block_.tiles.n >= 128 && along_k) {
+      // Long columns, each read along K (a weight stored [N, K]): each
+      // thread sums `decode_columns` of them, reading A once for all.
+      const int64_t columns = std::max<int64_t>(1, options_.decode_columns);
+      block_.tiles.n *= columns;
+      block_.tiles.k = columns;
+    }
     block_.inputs[0].imap = {-1, r - 2, r > 2 ? 0 : -1};
     block_.inputs[0].fmap = r - 1;
     block_.inputs[1].imap = {r - 1, -1, r > 2 ? 0 : -1};

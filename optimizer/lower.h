@@ -33,11 +33,13 @@ struct LowerOptions {
   // 512-token prefill of the 1B shape took 14.8 ms against 60.4 ms.
   // `--pipelined_products=false` turns it off.
   bool pipelined_products = true;
-  // Decode products (a few rows) over long columns: how many adjacent
-  // columns each thread sums, loading A's values once for all of them
-  // (`--decode_columns`). With 1, A is read once per column: as many bytes
-  // from L2 as the weight's, twice for an f32 A.
-  int64_t decode_columns = 1;
+  // Decode products (a few rows) over long columns read along K (weights
+  // stored [N, K]): how many adjacent columns each thread sums, loading A's
+  // values once for all of them (`--decode_columns`). With 1, A is read once
+  // per column: as many bytes from L2 as the weight's, twice for an f32 A.
+  // On the H100, the 1B shape's decode step took 1.644 ms with 1, 1.537 with
+  // 2 and 1.614 with 4 (bf16, context 1024).
+  int64_t decode_columns = 2;
 };
 
 struct LoweredTrace {
