@@ -29,9 +29,9 @@ constexpr int64_t kPipelinedRows = 128;
 // many of its widest tiles takes narrower ones.
 constexpr int64_t kFullGrid = 128;
 
-// Elements per block of a pointwise kernel (256 threads). A large space
-// takes 4 an iteration of each thread's grid-stride loop; a small one (a
-// decode step's vectors) one per thread, so no thread waits on a chain of
+// Elements per block of a pointwise kernel (256 threads). Over a large
+// space each thread takes 4 per pass of its grid-stride loop; over a small
+// one (a decode step's vectors) one, so no thread waits on a chain of
 // dependent loads while the GPU's other SMs idle.
 int64_t PointwiseTile(const Shape& space) {
   constexpr int64_t kThreads = 256;

@@ -115,63 +115,46 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int col = warp / 4, part = warp % 4;
-  __shared__ float split_sums[2][8];
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n0 = static_cast<i64>(blockIdx.x) * 4; n0 < N; n0 += static_cast<i64>(gridDim.x) * 4) {
-      const i64 n = n0 + col * 2;
-      float acc[2];
-      for (int m = 0; m < 2; ++m) acc[m] = 0;
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
+      float acc[1];
+      for (int m = 0; m < 1; ++m) acc[m] = 0;
       if (n < N) {
-        i64 b_col[2];
-        #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const i64 nc = n + c < N ? n + c : N - 1;
-          b_col[c] = nc * 2048LL;
-        }
+        const i64 b_col = n * 2048LL;
         const i64 a_row0 = 0LL;
-        if (K % 8 == 0 && aligned16(p.t[1], b_col[0], 2) && aligned16(p.t[1], b_col[1], 2) && aligned16(p.t[0], a_row0, 4)) {
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
           #pragma unroll 4
           for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
             uint4 a0[2];
             for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const uint4 bv = load16_bits(p.t[1], b_col[c] + k0, 2);
-              float bk[8];
-              for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
-              for (int j = 0; j < 8; ++j) acc[0 + c] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0 + c]);
-            }
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
           }
         }
         else {
           #pragma unroll 4
           for (i64 k = lane + 32 * part; k < K; k += 128) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const float bk = load_bf16(p.t[1], k + nc * 2048LL);
-              acc[0 + c] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0 + c]);
-            }
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st6_1)), bk, acc[0]);
           }
         }
       }
-      for (int m = 0; m < 2; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) for (int m = 0; m < 2; ++m) split_sums[m][warp] = acc[m];
+      for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
       __syncthreads();
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < 1; ++m) {
         acc[m] = split_sums[m][col * 4];
         for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
       }
       __syncthreads();
       if (lane == 0 && part == 0) {
-        if (0LL < M && (n + 0) < N) {
+        if (0LL < M && n < N) {
           const float v0 = acc[0];
-          store_f32(p.t[2], (n + 0) * st8_1, v0);
-        }
-        if (0LL < M && (n + 1) < N) {
-          const float v1 = acc[1];
-          store_f32(p.t[2], (n + 1) * st8_1, v1);
+          store_f32(p.t[2], n * st8_1, v0);
         }
       }
     }
@@ -771,19 +754,14 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int col = warp / 4, part = warp % 4;
-  __shared__ float split_sums[2][8];
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n0 = static_cast<i64>(blockIdx.x) * 4; n0 < N; n0 += static_cast<i64>(gridDim.x) * 4) {
-      const i64 n = n0 + col * 2;
-      float acc[2];
-      for (int m = 0; m < 2; ++m) acc[m] = 0;
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
+      float acc[1];
+      for (int m = 0; m < 1; ++m) acc[m] = 0;
       if (n < N) {
-        i64 b_col[2];
-        #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const i64 nc = n + c < N ? n + c : N - 1;
-          b_col[c] = nc * 2048LL;
-        }
+        const i64 b_col = n * 2048LL;
         i64 r0 = 0LL;
         const i64 c1 = r0 % 64LL;
         r0 /= 64LL;
@@ -794,70 +772,52 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
         const i64 c5 = 0;
         const i64 c6 = r3;
         const i64 a_row0 = c6 * st22_0 + c4 * st22_2 + c1 * st22_3;
-        if (K % 8 == 0 && aligned16(p.t[2], b_col[0], 2) && aligned16(p.t[2], b_col[1], 2) && aligned16(p.t[1], a_row0, 4)) {
+        if (K % 8 == 0 && aligned16(p.t[2], b_col, 2) && aligned16(p.t[1], a_row0, 4)) {
           #pragma unroll 4
           for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[2], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
             uint4 a0[2];
             for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[1], a_row0 + k0 + q * 4, 4);
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const uint4 bv = load16_bits(p.t[2], b_col[c] + k0, 2);
-              float bk[8];
-              for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
-              for (int j = 0; j < 8; ++j) acc[0 + c] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0 + c]);
-            }
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
           }
         }
         else {
           #pragma unroll 4
           for (i64 k = lane + 32 * part; k < K; k += 128) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const float bk = load_bf16(p.t[2], k + nc * 2048LL);
-              i64 r7 = k;
-              const i64 c8 = r7 % 64LL;
-              r7 /= 64LL;
-              const i64 c9 = r7;
-              i64 r10 = c9;
-              const i64 c11 = r10 % 4LL;
-              r10 /= 4LL;
-              const i64 c12 = 0;
-              const i64 c13 = r10;
-              acc[0 + c] = fmaf(round_bf16(load_f32(p.t[1], c13 * st22_0 + c11 * st22_2 + c8 * st22_3)), bk, acc[0 + c]);
-            }
+            const float bk = load_bf16(p.t[2], k + n * 2048LL);
+            i64 r7 = k;
+            const i64 c8 = r7 % 64LL;
+            r7 /= 64LL;
+            const i64 c9 = r7;
+            i64 r10 = c9;
+            const i64 c11 = r10 % 4LL;
+            r10 /= 4LL;
+            const i64 c12 = 0;
+            const i64 c13 = r10;
+            acc[0] = fmaf(round_bf16(load_f32(p.t[1], c13 * st22_0 + c11 * st22_2 + c8 * st22_3)), bk, acc[0]);
           }
         }
       }
-      for (int m = 0; m < 2; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) for (int m = 0; m < 2; ++m) split_sums[m][warp] = acc[m];
+      for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
       __syncthreads();
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < 1; ++m) {
         acc[m] = split_sums[m][col * 4];
         for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
       }
       __syncthreads();
       if (lane == 0 && part == 0) {
-        if (0LL < M && (n + 0) < N) {
-          const float v14 = load_f32(p.t[0], (n + 0) * st2_1);
+        if (0LL < M && n < N) {
+          const float v14 = load_f32(p.t[0], n * st2_1);
           const float v15 = acc[0];
           const float v16 = op_add(v14, v15);
           const float v17 = cast_float_f32(v16);
           const float v18 = op_mul(v17, v17);
-          store_f32(p.t[3], (n + 0) * st24_1, v16);
-          store_f32(p.t[4], (n + 0) * st25_1, v17);
-          store_f32(p.t[5], (n + 0) * st26_1, v18);
-        }
-        if (0LL < M && (n + 1) < N) {
-          const float v19 = load_f32(p.t[0], (n + 1) * st2_1);
-          const float v20 = acc[1];
-          const float v21 = op_add(v19, v20);
-          const float v22 = cast_float_f32(v21);
-          const float v23 = op_mul(v22, v22);
-          store_f32(p.t[3], (n + 1) * st24_1, v21);
-          store_f32(p.t[4], (n + 1) * st25_1, v22);
-          store_f32(p.t[5], (n + 1) * st26_1, v23);
+          store_f32(p.t[3], n * st24_1, v16);
+          store_f32(p.t[4], n * st25_1, v17);
+          store_f32(p.t[5], n * st26_1, v18);
         }
       }
     }
@@ -941,63 +901,46 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int col = warp / 4, part = warp % 4;
-  __shared__ float split_sums[2][8];
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n0 = static_cast<i64>(blockIdx.x) * 4; n0 < N; n0 += static_cast<i64>(gridDim.x) * 4) {
-      const i64 n = n0 + col * 2;
-      float acc[2];
-      for (int m = 0; m < 2; ++m) acc[m] = 0;
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
+      float acc[1];
+      for (int m = 0; m < 1; ++m) acc[m] = 0;
       if (n < N) {
-        i64 b_col[2];
-        #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const i64 nc = n + c < N ? n + c : N - 1;
-          b_col[c] = nc * 2048LL;
-        }
+        const i64 b_col = n * 2048LL;
         const i64 a_row0 = 0LL;
-        if (K % 8 == 0 && aligned16(p.t[1], b_col[0], 2) && aligned16(p.t[1], b_col[1], 2) && aligned16(p.t[0], a_row0, 4)) {
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
           #pragma unroll 4
           for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
             uint4 a0[2];
             for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const uint4 bv = load16_bits(p.t[1], b_col[c] + k0, 2);
-              float bk[8];
-              for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
-              for (int j = 0; j < 8; ++j) acc[0 + c] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0 + c]);
-            }
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
           }
         }
         else {
           #pragma unroll 4
           for (i64 k = lane + 32 * part; k < K; k += 128) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const float bk = load_bf16(p.t[1], k + nc * 2048LL);
-              acc[0 + c] = fmaf(round_bf16(load_f32(p.t[0], k * st28_1)), bk, acc[0 + c]);
-            }
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st28_1)), bk, acc[0]);
           }
         }
       }
-      for (int m = 0; m < 2; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) for (int m = 0; m < 2; ++m) split_sums[m][warp] = acc[m];
+      for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
       __syncthreads();
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < 1; ++m) {
         acc[m] = split_sums[m][col * 4];
         for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
       }
       __syncthreads();
       if (lane == 0 && part == 0) {
-        if (0LL < M && (n + 0) < N) {
+        if (0LL < M && n < N) {
           const float v0 = acc[0];
-          store_f32(p.t[2], (n + 0) * st30_1, v0);
-        }
-        if (0LL < M && (n + 1) < N) {
-          const float v1 = acc[1];
-          store_f32(p.t[2], (n + 1) * st30_1, v1);
+          store_f32(p.t[2], n * st30_1, v0);
         }
       }
     }
@@ -1029,69 +972,49 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int col = warp / 4, part = warp % 4;
-  __shared__ float split_sums[2][8];
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n0 = static_cast<i64>(blockIdx.x) * 4; n0 < N; n0 += static_cast<i64>(gridDim.x) * 4) {
-      const i64 n = n0 + col * 2;
-      float acc[2];
-      for (int m = 0; m < 2; ++m) acc[m] = 0;
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
+      float acc[1];
+      for (int m = 0; m < 1; ++m) acc[m] = 0;
       if (n < N) {
-        i64 b_col[2];
-        #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const i64 nc = n + c < N ? n + c : N - 1;
-          b_col[c] = nc * 2048LL;
-        }
+        const i64 b_col = n * 2048LL;
         const i64 a_row0 = 0LL;
-        if (K % 8 == 0 && aligned16(p.t[2], b_col[0], 2) && aligned16(p.t[2], b_col[1], 2) && aligned16(p.t[0], a_row0, 4)) {
+        if (K % 8 == 0 && aligned16(p.t[2], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
           #pragma unroll 4
           for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[2], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
             uint4 a0[2];
             for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const uint4 bv = load16_bits(p.t[2], b_col[c] + k0, 2);
-              float bk[8];
-              for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
-              for (int j = 0; j < 8; ++j) acc[0 + c] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0 + c]);
-            }
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
           }
         }
         else {
           #pragma unroll 4
           for (i64 k = lane + 32 * part; k < K; k += 128) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const float bk = load_bf16(p.t[2], k + nc * 2048LL);
-              acc[0 + c] = fmaf(round_bf16(load_f32(p.t[0], k * st28_1)), bk, acc[0 + c]);
-            }
+            const float bk = load_bf16(p.t[2], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st28_1)), bk, acc[0]);
           }
         }
       }
-      for (int m = 0; m < 2; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) for (int m = 0; m < 2; ++m) split_sums[m][warp] = acc[m];
+      for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
       __syncthreads();
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < 1; ++m) {
         acc[m] = split_sums[m][col * 4];
         for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
       }
       __syncthreads();
       if (lane == 0 && part == 0) {
-        if (0LL < M && (n + 0) < N) {
+        if (0LL < M && n < N) {
           const float v0 = acc[0];
           const float v1 = op_silu(v0);
-          const float v2 = load_f32(p.t[1], (n + 0) * st30_1);
+          const float v2 = load_f32(p.t[1], n * st30_1);
           const float v3 = op_mul(v1, v2);
-          store_f32(p.t[3], (n + 0) * st32_1, v3);
-        }
-        if (0LL < M && (n + 1) < N) {
-          const float v4 = acc[1];
-          const float v5 = op_silu(v4);
-          const float v6 = load_f32(p.t[1], (n + 1) * st30_1);
-          const float v7 = op_mul(v5, v6);
-          store_f32(p.t[3], (n + 1) * st32_1, v7);
+          store_f32(p.t[3], n * st32_1, v3);
         }
       }
     }
@@ -1125,73 +1048,51 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int col = warp / 4, part = warp % 4;
-  __shared__ float split_sums[2][8];
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n0 = static_cast<i64>(blockIdx.x) * 4; n0 < N; n0 += static_cast<i64>(gridDim.x) * 4) {
-      const i64 n = n0 + col * 2;
-      float acc[2];
-      for (int m = 0; m < 2; ++m) acc[m] = 0;
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
+      float acc[1];
+      for (int m = 0; m < 1; ++m) acc[m] = 0;
       if (n < N) {
-        i64 b_col[2];
-        #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const i64 nc = n + c < N ? n + c : N - 1;
-          b_col[c] = nc * 8192LL;
-        }
+        const i64 b_col = n * 8192LL;
         const i64 a_row0 = 0LL;
-        if (K % 8 == 0 && aligned16(p.t[2], b_col[0], 2) && aligned16(p.t[2], b_col[1], 2) && aligned16(p.t[1], a_row0, 4)) {
+        if (K % 8 == 0 && aligned16(p.t[2], b_col, 2) && aligned16(p.t[1], a_row0, 4)) {
           #pragma unroll 4
           for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[2], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
             uint4 a0[2];
             for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[1], a_row0 + k0 + q * 4, 4);
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const uint4 bv = load16_bits(p.t[2], b_col[c] + k0, 2);
-              float bk[8];
-              for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
-              for (int j = 0; j < 8; ++j) acc[0 + c] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0 + c]);
-            }
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
           }
         }
         else {
           #pragma unroll 4
           for (i64 k = lane + 32 * part; k < K; k += 128) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const float bk = load_bf16(p.t[2], k + nc * 8192LL);
-              acc[0 + c] = fmaf(round_bf16(load_f32(p.t[1], k * st32_1)), bk, acc[0 + c]);
-            }
+            const float bk = load_bf16(p.t[2], k + n * 8192LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[1], k * st32_1)), bk, acc[0]);
           }
         }
       }
-      for (int m = 0; m < 2; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) for (int m = 0; m < 2; ++m) split_sums[m][warp] = acc[m];
+      for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
       __syncthreads();
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < 1; ++m) {
         acc[m] = split_sums[m][col * 4];
         for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
       }
       __syncthreads();
       if (lane == 0 && part == 0) {
-        if (0LL < M && (n + 0) < N) {
-          const float v0 = load_f32(p.t[0], (n + 0) * st24_1);
+        if (0LL < M && n < N) {
+          const float v0 = load_f32(p.t[0], n * st24_1);
           const float v1 = acc[0];
           const float v2 = op_add(v0, v1);
           const float v3 = cast_float_f32(v2);
           const float v4 = op_mul(v3, v3);
-          store_f32(p.t[3], (n + 0) * st34_1, v3);
-          store_f32(p.t[4], (n + 0) * st35_1, v4);
-        }
-        if (0LL < M && (n + 1) < N) {
-          const float v5 = load_f32(p.t[0], (n + 1) * st24_1);
-          const float v6 = acc[1];
-          const float v7 = op_add(v5, v6);
-          const float v8 = cast_float_f32(v7);
-          const float v9 = op_mul(v8, v8);
-          store_f32(p.t[3], (n + 1) * st34_1, v8);
-          store_f32(p.t[4], (n + 1) * st35_1, v9);
+          store_f32(p.t[3], n * st34_1, v3);
+          store_f32(p.t[4], n * st35_1, v4);
         }
       }
     }
@@ -1275,63 +1176,46 @@ extern "C" __global__ void __launch_bounds__(256) kiln_kernel(const Params p) {
   const i64 batches = 1LL;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int col = warp / 4, part = warp % 4;
-  __shared__ float split_sums[2][8];
+  __shared__ float split_sums[1][8];
   for (i64 bz = blockIdx.z; bz < batches; bz += gridDim.z) {
-    for (i64 n0 = static_cast<i64>(blockIdx.x) * 4; n0 < N; n0 += static_cast<i64>(gridDim.x) * 4) {
-      const i64 n = n0 + col * 2;
-      float acc[2];
-      for (int m = 0; m < 2; ++m) acc[m] = 0;
+    for (i64 n0 = static_cast<i64>(blockIdx.x) * 2; n0 < N; n0 += static_cast<i64>(gridDim.x) * 2) {
+      const i64 n = n0 + col;
+      float acc[1];
+      for (int m = 0; m < 1; ++m) acc[m] = 0;
       if (n < N) {
-        i64 b_col[2];
-        #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const i64 nc = n + c < N ? n + c : N - 1;
-          b_col[c] = nc * 2048LL;
-        }
+        const i64 b_col = n * 2048LL;
         const i64 a_row0 = 0LL;
-        if (K % 8 == 0 && aligned16(p.t[1], b_col[0], 2) && aligned16(p.t[1], b_col[1], 2) && aligned16(p.t[0], a_row0, 4)) {
+        if (K % 8 == 0 && aligned16(p.t[1], b_col, 2) && aligned16(p.t[0], a_row0, 4)) {
           #pragma unroll 4
           for (i64 k0 = (lane + 32 * part) * 8; k0 < K; k0 += 1024) {
+            const uint4 bv = load16_bits(p.t[1], b_col + k0, 2);
+            float bk[8];
+            for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
             uint4 a0[2];
             for (int q = 0; q < 2; ++q) a0[q] = load16_bits(p.t[0], a_row0 + k0 + q * 4, 4);
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const uint4 bv = load16_bits(p.t[1], b_col[c] + k0, 2);
-              float bk[8];
-              for (int j = 0; j < 8; ++j) bk[j] = bits_to_bf16(vector_bits(bv, j, 2));
-              for (int j = 0; j < 8; ++j) acc[0 + c] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0 + c]);
-            }
+            for (int j = 0; j < 8; ++j) acc[0] = fmaf(round_bf16(bits_to_f32(vector_bits(a0[j / 4], j % 4, 4))), bk[j], acc[0]);
           }
         }
         else {
           #pragma unroll 4
           for (i64 k = lane + 32 * part; k < K; k += 128) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const i64 nc = n + c < N ? n + c : N - 1;
-              const float bk = load_bf16(p.t[1], k + nc * 2048LL);
-              acc[0 + c] = fmaf(round_bf16(load_f32(p.t[0], k * st37_1)), bk, acc[0 + c]);
-            }
+            const float bk = load_bf16(p.t[1], k + n * 2048LL);
+            acc[0] = fmaf(round_bf16(load_f32(p.t[0], k * st37_1)), bk, acc[0]);
           }
         }
       }
-      for (int m = 0; m < 2; ++m) acc[m] = warp_reduce<false>(acc[m]);
-      if (lane == 0) for (int m = 0; m < 2; ++m) split_sums[m][warp] = acc[m];
+      for (int m = 0; m < 1; ++m) acc[m] = warp_reduce<false>(acc[m]);
+      if (lane == 0) for (int m = 0; m < 1; ++m) split_sums[m][warp] = acc[m];
       __syncthreads();
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < 1; ++m) {
         acc[m] = split_sums[m][col * 4];
         for (int i = 1; i < 4; ++i) acc[m] += split_sums[m][col * 4 + i];
       }
       __syncthreads();
       if (lane == 0 && part == 0) {
-        if (0LL < M && (n + 0) < N) {
+        if (0LL < M && n < N) {
           const float v0 = acc[0];
-          store_bf16(p.t[2], (n + 0) * st39_1, v0);
-        }
-        if (0LL < M && (n + 1) < N) {
-          const float v1 = acc[1];
-          store_bf16(p.t[2], (n + 1) * st39_1, v1);
+          store_bf16(p.t[2], n * st39_1, v0);
         }
       }
     }
