@@ -90,12 +90,12 @@ absl::flat_hash_set<const Node*> InPlaceUpdates(const Trace& trace, bool shared 
   return out;
 }
 
-Hash128 PlanKey(const Trace& trace, const absl::flat_hash_set<const Node*>& in_place, bool pipelined_products,
-                int64_t decode_columns) {
+Hash128 PlanKey(const Trace& trace, const absl::flat_hash_set<const Node*>& in_place,
+                const lowering::LowerOptions& layout) {
   StableHasher h;
   h.Add(trace.StructuralHash());
-  h.Add(pipelined_products);
-  h.Add(decode_columns);
+  h.Add(layout.pipelined_products);
+  h.Add(layout.decode_columns);
   for (const Node* n : trace.nodes()) {
     if (!n->is_realized() && n->op == OpKind::kSliceUpdate) h.Add(in_place.contains(n));
   }
@@ -155,7 +155,7 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanInPl
 
 absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanWith(
     const Trace& trace, const absl::flat_hash_set<const Node*>& in_place) {
-  const Hash128 key = PlanKey(trace, in_place, pipelined_products_, decode_columns_);
+  const Hash128 key = PlanKey(trace, in_place, layout_);
   {
     absl::MutexLock lock(&mu_);
     ++stats_.runs;
@@ -177,10 +177,8 @@ absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::PlanWith
 
 absl::StatusOr<std::shared_ptr<const CudaExecutor::Plan>> CudaExecutor::BuildPlan(
     const Trace& trace, const absl::flat_hash_set<const Node*>& in_place, int* fused) {
-  lowering::LowerOptions options;
+  lowering::LowerOptions options = layout_;
   options.in_place_updates = in_place;
-  options.pipelined_products = pipelined_products_;
-  options.decode_columns = decode_columns_;
   if (region_search_) options.fused = region_search_(trace);
   *fused = static_cast<int>(options.fused.size());
   absl::StatusOr<lowering::LoweredTrace> lowered = lowering::LowerTrace(trace, options);

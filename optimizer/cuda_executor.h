@@ -121,9 +121,9 @@ class CudaExecutor : public Executor {
   void set_graphs(bool graphs) { graphs_ = graphs; }
   // lowering::LowerOptions::pipelined_products for the traces planned from
   // now on.
-  void set_pipelined_products(bool on) { pipelined_products_ = on; }
+  void set_pipelined_products(bool on) { layout_.pipelined_products = on; }
   // lowering::LowerOptions::decode_columns for the traces planned from now on.
-  void set_decode_columns(int64_t columns) { decode_columns_ = columns; }
+  void set_decode_columns(int64_t columns) { layout_.decode_columns = columns; }
   bool graphs() const { return graphs_ && context_.CanUpdateGraphs(); }
   // Compile later kernels for `arch` ("sm_90" on an sm_90a device: the
   // generated code's paths for targets without Hopper's wgmma) instead of
@@ -184,8 +184,10 @@ class CudaExecutor : public Executor {
   bool profile_ = false;
   bool profile_kernels_ = false;
   bool graphs_ = true;
-  bool pipelined_products_ = true;
-  int64_t decode_columns_ = lowering::LowerOptions().decode_columns;
+  // The lowering's layout choices (pipelined_products, decode_columns) for
+  // the traces planned from now on; each plan adds its in-place updates and
+  // fused regions.
+  lowering::LowerOptions layout_;
   std::string compile_arch_;
   RegionSearch region_search_;
   mutable absl::Mutex mu_;

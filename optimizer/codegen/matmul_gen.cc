@@ -460,17 +460,32 @@ std::string AccOf(const ColumnLanes& lanes, int64_t m, const std::string& c) {
   return lanes.columns == 1 ? absl::StrCat("acc[", m, "]") : absl::StrCat("acc[", m * lanes.columns, " + ", c, "]");
 }
 
-// Opens `for (c ...)` over a thread's columns, with `nc` its column clamped
-// into the matrix (a column past N is read but never stored); for one column,
-// `nc` is n and no loop opens. Close with CloseColumns.
-void OpenColumns(Emitter& e, const ColumnLanes& lanes) {
+// Opens `for (c ...)` over a thread's columns, with (where `clamped`) `nc`
+// its column clamped into the matrix (a column past N is read but never
+// stored); for one column no loop opens and the column is n. Close with
+// CloseColumns.
+void OpenColumns(Emitter& e, const ColumnLanes& lanes, bool clamped) {
   if (lanes.columns == 1) return;
   e.Line("#pragma unroll");
   e.Open(absl::StrCat("for (int c = 0; c < ", lanes.columns, "; ++c)"));
-  e.Line("const i64 nc = n + c < N ? n + c : N - 1;");
+  if (clamped) e.Line("const i64 nc = n + c < N ? n + c : N - 1;");
 }
 void CloseColumns(Emitter& e, const ColumnLanes& lanes) {
   if (lanes.columns > 1) e.Close();
+}
+
+// `v`, read from a tensor stored as `stored`, rounded to the product's
+// dtype where the two differ.
+std::string ReadAs(DType stored, DType dtype, const std::string& v) {
+  return stored == dtype ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
+}
+
+// Row m of A from k0 on, as `vectors` 16-byte loads into a<m>[] (`per`
+// elements of `ea` bytes each) from the row's start a_row<m>.
+void LoadAVectors(Emitter& e, int64_t m, int vectors, int slot, int per, int ea) {
+  e.Linef("uint4 a", m, "[", vectors, "];");
+  e.Linef("for (int q = 0; q < ", vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", slot, "], a_row", m,
+          " + k0 + q * ", per, ", ", ea, ");");
 }
 
 // Where B's column is contiguous along k (a weight stored [N, K], as
@@ -499,19 +514,19 @@ bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::s
                             ? width * ea / 16 : 0;
   const int64_t rows = b.tiles.m;
   const int bs = e.Slot(bv.tensor), as = e.Slot(av.tensor);
-  const auto rounded = [&](DType stored, const std::string& v) {
-    return stored == dtype ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
-  };
+  const auto rounded = [&](DType stored, const std::string& v) { return ReadAs(stored, dtype, v); };
   std::string aligned = absl::StrCat("K % ", width, " == 0");
   if (lanes.columns == 1) {
     e.Linef("const i64 b_col = ", e.Offset(bv, With(batch, "0LL", "n")), ";");
     absl::StrAppend(&aligned, " && aligned16(p.t[", bs, "], b_col, ", eb, ")");
   } else {
     e.Linef("i64 b_col[", lanes.columns, "];");
-    OpenColumns(e, lanes);
+    OpenColumns(e, lanes, /*clamped=*/true);
     e.Linef("b_col[c] = ", e.Offset(bv, With(batch, "0LL", "nc")), ";");
     CloseColumns(e, lanes);
-    for (int64_t c = 0; c < lanes.columns; ++c) absl::StrAppend(&aligned, " && aligned16(p.t[", bs, "], b_col[", c, "], ", eb, ")");
+    for (int64_t c = 0; c < lanes.columns; ++c) {
+      absl::StrAppend(&aligned, " && aligned16(p.t[", bs, "], b_col[", c, "], ", eb, ")");
+    }
   }
   if (a_vectors > 0) {
     for (int64_t m = 0; m < rows; ++m) {
@@ -523,11 +538,7 @@ bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::s
   e.Line("#pragma unroll 4");
   e.Open(absl::StrCat("for (i64 k0 = ", lanes.first, " * ", width, "; k0 < K; k0 += ", lanes.count * width, ")"));
   const int per = a_vectors > 0 ? 16 / ea : 0;
-  const auto load_a = [&](int64_t m) {
-    e.Linef("uint4 a", m, "[", a_vectors, "];");
-    e.Linef("for (int q = 0; q < ", a_vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
-            " + k0 + q * ", per, ", ", ea, ");");
-  };
+  const auto load_a = [&](int64_t m) { LoadAVectors(e, m, a_vectors, as, per, ea); };
   const auto a_value = [&](int64_t m) {
     return a_vectors > 0
                ? rounded(a_stored, absl::StrCat("bits_to_", DTypeSuffix(a_stored), "(vector_bits(a", m, "[j / ", per,
@@ -539,7 +550,7 @@ bool EmitVectorWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::s
   if (lanes.columns > 1 && a_vectors > 0) {
     for (int64_t m = 0; m < rows; ++m) load_a(m);
   }
-  OpenColumns(e, lanes);
+  OpenColumns(e, lanes, /*clamped=*/false);
   e.Linef("const uint4 bv = load16_bits(p.t[", bs, "], ", lanes.columns == 1 ? "b_col" : "b_col[c]", " + k0, ", eb,
           ");");
   e.Linef("float bk[", width, "];");
@@ -587,31 +598,26 @@ void EmitQuantWarpDot(Emitter& e, const BlockGraph& b, const std::vector<std::st
     e.Linef("const unsigned char* b_row = ", row_bytes("n"), ";");
   } else {
     e.Linef("const unsigned char* b_rows[", lanes.columns, "];");
-    OpenColumns(e, lanes);
+    OpenColumns(e, lanes, /*clamped=*/true);
     e.Linef("b_rows[c] = ", row_bytes("nc"), ";");
     CloseColumns(e, lanes);
   }
   // The decoded dtype is the product's (matmul's operands share one).
   const std::string decoded = RoundedTo(quant.dtype, "bk[j]");
-  const auto a_value = [&](const std::string& v) {
-    return a_stored == dtype ? v : absl::StrCat("round_", DTypeSuffix(dtype), "(", v, ")");
-  };
+  const auto a_value = [&](const std::string& v) { return ReadAs(a_stored, dtype, v); };
   // One pass over K; `vector_a`: A's eight values in 16-byte loads.
   const auto loop = [&](bool vector_a) {
     e.Line("#pragma unroll 2");
     e.Open(absl::StrCat("for (i64 k0 = ", lanes.first, " * 8; k0 < K; k0 += ", lanes.count * 8, ")"));
     const int per = 16 / ea, vectors = 8 / per;
-    const auto load_a = [&](int64_t m) {
-      e.Linef("uint4 a", m, "[", vectors, "];");
-      e.Linef("for (int q = 0; q < ", vectors, "; ++q) a", m, "[q] = load16_bits(p.t[", as, "], a_row", m,
-              " + k0 + q * ", per, ", ", ea, ");");
-    };
+    const auto load_a = [&](int64_t m) { LoadAVectors(e, m, vectors, as, per, ea); };
     if (lanes.columns > 1 && vector_a) {
       for (int64_t m = 0; m < rows; ++m) load_a(m);
     }
-    OpenColumns(e, lanes);
+    OpenColumns(e, lanes, /*clamped=*/false);
     e.Line("float bk[8];");
-    e.Linef("dequant8_", QuantDecoderName(quant.format), "(", lanes.columns == 1 ? "b_row" : "b_rows[c]", ", k0, bk);");
+    e.Linef("dequant8_", QuantDecoderName(quant.format), "(", lanes.columns == 1 ? "b_row" : "b_rows[c]",
+            ", k0, bk);");
     if (decoded != "bk[j]") e.Linef("for (int j = 0; j < 8; ++j) bk[j] = ", decoded, ";");
     for (int64_t m = 0; m < rows; ++m) {
       const std::string acc = AccOf(lanes, m, "c");
@@ -677,7 +683,7 @@ absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
     const DType stored = e.graph().tensors[view.tensor].dtype;
     const std::string load = absl::StrCat("load_", DTypeSuffix(stored), "(p.t[", e.Slot(view.tensor),
                                           "], ", e.Offset(view, coords), ")");
-    return stored == dtype || !is_float ? load : absl::StrCat("round_", DTypeSuffix(dtype), "(", load, ")");
+    return is_float ? ReadAs(stored, dtype, load) : load;
   };
   const Shape& a = av.shape;
   const int r = a.rank();
@@ -711,7 +717,7 @@ absl::Status GenerateWarpDot(Emitter& e, const BlockGraph& b) {
     e.Line("#pragma unroll 4");
     e.Open(absl::StrCat("for (i64 k = ", split > 1 ? "lane + 32 * part" : lanes.first, "; k < K; k += ",
                         lanes.count, ")"));
-    OpenColumns(e, lanes);
+    OpenColumns(e, lanes, /*clamped=*/true);
     e.Linef("const ", ct, " bk = ", read(bv, With(batch, "k", columns == 1 ? "n" : "nc")), ";");
     for (int64_t m = 0; m < rows; ++m) {
       const std::string row = absl::StrCat(m, "LL");

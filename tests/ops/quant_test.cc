@@ -214,25 +214,21 @@ TEST(EncodeQ4_K, DecodesEachValueWithinHalfItsSubBlocksStep) {
   std::vector<float> back(x.size());
   DecodeQuantBlocks(QuantFormat::kQ4_K, b.data(), static_cast<int64_t>(x.size() / 256), back.data());
   for (size_t blk = 0; blk < x.size() / 256; ++blk) {
+    float lo[8] = {}, hi[8] = {};  // each sub-block's range, 0 included
     float max_step = 0, max_offset = 0;
     for (int s = 0; s < 8; ++s) {
-      float lo = 0, hi = 0;
       for (int i = 0; i < 32; ++i) {
-        lo = std::min(lo, x[blk * 256 + s * 32 + i]);
-        hi = std::max(hi, x[blk * 256 + s * 32 + i]);
+        lo[s] = std::min(lo[s], x[blk * 256 + s * 32 + i]);
+        hi[s] = std::max(hi[s], x[blk * 256 + s * 32 + i]);
       }
-      max_step = std::max(max_step, (hi - lo) / 15);
-      max_offset = std::max(max_offset, -lo);
+      max_step = std::max(max_step, (hi[s] - lo[s]) / 15);
+      max_offset = std::max(max_offset, -lo[s]);
     }
     for (int s = 0; s < 8; ++s) {
-      float lo = 0, hi = 0;
-      for (int i = 0; i < 32; ++i) {
-        lo = std::min(lo, x[blk * 256 + s * 32 + i]);
-        hi = std::max(hi, x[blk * 256 + s * 32 + i]);
-      }
       // Half the sub-block's step, which is a 6-bit multiple of the block's
       // largest step / 63, plus half of the offset's own unit.
-      const float bound = 0.5f * ((hi - lo) / 15 + max_step / 63) + 0.5f * max_offset / 63 + 1e-3f * max_step;
+      const float bound =
+          0.5f * ((hi[s] - lo[s]) / 15 + max_step / 63) + 0.5f * max_offset / 63 + 1e-3f * max_step;
       for (int i = 0; i < 32; ++i) {
         const size_t e = blk * 256 + s * 32 + i;
         ASSERT_NEAR(back[e], x[e], bound) << "block " << blk << " sub-block " << s << " value " << i;
